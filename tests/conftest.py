@@ -1,0 +1,20 @@
+"""Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
+`bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN.
+
+A test that cannot run here is skipped with the reason, never silently passed."""
+
+import os
+
+import pytest
+
+from mn_harness.p4.toolchain import find_toolchain
+
+
+def pytest_collection_modifyitems(config, items):
+    is_root = os.geteuid() == 0
+    toolchain = find_toolchain()
+    for item in items:
+        if "root" in item.keywords and not is_root:
+            item.add_marker(pytest.mark.skip(reason="needs root: run with sudo"))
+        if "bmv2" in item.keywords and not toolchain.complete:
+            item.add_marker(pytest.mark.skip(reason=toolchain.missing_reason()))
