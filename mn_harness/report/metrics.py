@@ -1,0 +1,467 @@
+"""Interleave metrics: what a researcher reads off an MLTCP-style experiment.
+
+The question every run answers is whether the jobs' communication phases drift apart, how fast,
+and what that does to mean and tail iteration time. These are pure functions over the loaders'
+dataclasses (no I/O) so every definition can be unit-tested on hand-built timelines. The
+definitions (also in docs/results.md):
+
+* **Job iteration** i of job J: the ranks of a synchronous ring all-reduce job finish an
+  iteration together, so the job-level iteration spans from the first rank's start to the last
+  rank's end of communication: ``iter_time = max_r t_comm_end - min_r t_start``; its
+  communication interval is ``[min_r t_comm_start, max_r t_comm_end]``. An iteration is
+  *complete* when every expected rank has a row; only complete iterations enter the job's
+  statistics (a partial one would understate the time), but partial ones still count as the job
+  communicating when other jobs' overlap is measured (best available evidence).
+* **Percentiles** use linear interpolation between closest ranks (Hyndman & Fan type 7, numpy's
+  default): sorted x_0..x_{n-1}, h = (n-1)p/100, value = x_floor(h) + (h-floor(h))(x_ceil(h) -
+  x_floor(h)). With one value every percentile is that value.
+* **Slowdown** = mean (or p99) iteration time / baseline, the baseline being the measured
+  isolated iteration time when the run has one (`isolated_iter_s`), else `ideal_iter_s`.
+* **Rivals** of J: every other job listed with J on some link in `link_jobs`.
+* **Overlap** of J's iteration i = |I ∩ U| / |I| where I is the iteration's communication
+  interval and U the union of all rivals' communication intervals (all their iterations).
+  None for a zero-length I.
+* **Contended** iteration: I intersects the active span [first t_start, last t_comm_end] of at
+  least one rival. Iterations before a late rival starts or after it finished are not
+  contended; they are reported but left out of the overlap mean and of convergence, or a run
+  where one job simply finishes first would look "converged".
+* **Convergence iteration**: over contended complete iterations in order, the first iteration k
+  with overlap ≤ threshold (10%) at k and at every later one; None if the last one is above the
+  threshold, or if there is no contended iteration (a job alone).
+* **Jain fairness** on a link shared by n ≥ 2 jobs, per window: J = (Σx)² / (n Σx²) with x_j
+  the bytes of job j (summed over its ranks' sending sockets) in throughput bins whose start t
+  lies in the window [w0, w1). Windows are the job-level iterations [t_start, t_comm_end] of the
+  link's *reference job* — the one with the longest median iteration time, so every window
+  holds about one phase of each other job — restricted to windows lying inside every link
+  job's active span (all jobs were running). A window where no job sent anything has no index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mn_harness.report.loaders import IterationRow, Summary, ThroughputRow
+
+Interval = tuple[float, float]
+
+DEFAULT_CONVERGENCE_THRESHOLD = 0.10
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Percentile p (0..100) by linear interpolation between closest ranks (type 7)."""
+    if not values:
+        raise ValueError("percentile of an empty sequence")
+    if not 0.0 <= p <= 100.0:
+        raise ValueError(f"percentile {p} outside 0..100")
+    xs = sorted(values)
+    h = (len(xs) - 1) * p / 100.0
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+def mean(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("mean of an empty sequence")
+    return sum(values) / len(values)
+
+
+def jain_index(values: Sequence[float]) -> float | None:
+    """Jain's fairness index (Σx)²/(n Σx²): 1 when equal, 1/n when one takes all.
+
+    None when there are no values or all are zero (nothing was shared)."""
+    if not values:
+        return None
+    squares = sum(v * v for v in values)
+    if squares == 0:
+        return None
+    return sum(values) ** 2 / (len(values) * squares)
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def union_intervals(intervals: Iterable[Interval]) -> list[Interval]:
+    """Sorted, disjoint union of closed intervals; empty or inverted intervals are dropped."""
+    items = sorted((s, e) for s, e in intervals if e > s)
+    out: list[Interval] = []
+    for s, e in items:
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def covered_length(interval: Interval, union: Sequence[Interval]) -> float:
+    """Length of `interval` covered by a disjoint union of intervals."""
+    s, e = interval
+    total = 0.0
+    for us, ue in union:
+        lo, hi = max(s, us), min(e, ue)
+        if hi > lo:
+            total += hi - lo
+    return total
+
+
+def overlap_fraction(interval: Interval, others: Iterable[Interval]) -> float | None:
+    """Fraction of `interval` during which at least one of `others` is active."""
+    s, e = interval
+    if e <= s:
+        return None
+    return covered_length(interval, union_intervals(others)) / (e - s)
+
+
+# --------------------------------------------------------------------------- job iterations
+
+
+@dataclass(frozen=True)
+class JobIteration:
+    """One iteration of a whole job, aggregated over the ranks that reported it."""
+
+    job: str
+    iteration: int
+    t_start: float
+    t_comm_start: float
+    t_comm_end: float
+    ranks: int
+    complete: bool
+
+    @property
+    def iter_time(self) -> float:
+        return self.t_comm_end - self.t_start
+
+    @property
+    def comm_time(self) -> float:
+        return self.t_comm_end - self.t_comm_start
+
+    @property
+    def comm_interval(self) -> Interval:
+        return (self.t_comm_start, self.t_comm_end)
+
+
+def job_iterations(
+    rows: Iterable[IterationRow], expected_ranks: Mapping[str, int] | None = None
+) -> dict[str, list[JobIteration]]:
+    """Aggregate rank rows into job iterations, sorted by iteration.
+
+    `expected_ranks[job]` is the job's worker count; for a job not in it, the number of
+    distinct ranks seen in any of its rows. Duplicate (rank, iteration) rows count once."""
+    by_job: dict[str, dict[int, dict[int, IterationRow]]] = defaultdict(lambda: defaultdict(dict))
+    for row in rows:
+        by_job[row.job][row.iteration].setdefault(row.rank, row)
+    out: dict[str, list[JobIteration]] = {}
+    for job, iters in by_job.items():
+        seen_ranks = {rank for ranks in iters.values() for rank in ranks}
+        need = (expected_ranks or {}).get(job) or len(seen_ranks)
+        out[job] = [
+            JobIteration(
+                job=job,
+                iteration=it,
+                t_start=min(r.t_start for r in ranks.values()),
+                t_comm_start=min(r.t_comm_start for r in ranks.values()),
+                t_comm_end=max(r.t_comm_end for r in ranks.values()),
+                ranks=len(ranks),
+                complete=len(ranks) >= need,
+            )
+            for it, ranks in sorted(iters.items())
+        ]
+    return out
+
+
+def count_missing_rows(
+    rows: Iterable[IterationRow], job: str, n_ranks: int, n_iterations: int
+) -> int:
+    """(rank, iteration) pairs of `job` in range(n_ranks) × range(n_iterations) with no row."""
+    present = {
+        (r.rank, r.iteration)
+        for r in rows
+        if r.job == job and 0 <= r.rank < n_ranks and 0 <= r.iteration < n_iterations
+    }
+    return n_ranks * n_iterations - len(present)
+
+
+def active_span(iters: Sequence[JobIteration]) -> Interval | None:
+    """[first start, last end of communication] of a job; None without iterations."""
+    if not iters:
+        return None
+    return (min(i.t_start for i in iters), max(i.t_comm_end for i in iters))
+
+
+def rivals(link_jobs: Mapping[str, Sequence[str]], job: str) -> list[str]:
+    """Jobs sharing at least one link with `job`, in first-seen order."""
+    out: list[str] = []
+    for jobs in link_jobs.values():
+        if job in jobs:
+            for other in jobs:
+                if other != job and other not in out:
+                    out.append(other)
+    return out
+
+
+# --------------------------------------------------------------------------- overlap
+
+
+@dataclass(frozen=True)
+class IterationOverlap:
+    iteration: int
+    overlap: float | None
+    contended: bool
+
+
+def iteration_overlaps(
+    job: str,
+    iters: Mapping[str, Sequence[JobIteration]],
+    job_rivals: Sequence[str],
+) -> list[IterationOverlap]:
+    """Overlap and contention of each complete iteration of `job` against `job_rivals`."""
+    rival_intervals = [i.comm_interval for r in job_rivals for i in iters.get(r, ())]
+    union = union_intervals(rival_intervals)
+    spans = [s for r in job_rivals if (s := active_span(iters.get(r, ()))) is not None]
+    out: list[IterationOverlap] = []
+    for it in iters.get(job, ()):
+        if not it.complete:
+            continue
+        s, e = it.comm_interval
+        contended = any(max(s, a) < min(e, b) for a, b in spans)
+        frac = None if e <= s else covered_length((s, e), union) / (e - s)
+        out.append(IterationOverlap(it.iteration, frac, contended))
+    return out
+
+
+def convergence_iteration(
+    overlaps: Sequence[tuple[int, float | None]],
+    threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+) -> int | None:
+    """First iteration from which every later overlap is ≤ threshold; None if never.
+
+    `overlaps` are (iteration, overlap) pairs — pass only contended iterations; pairs with a
+    None overlap are ignored. None also when nothing remains."""
+    pairs = sorted((it, ov) for it, ov in overlaps if ov is not None)
+    result: int | None = None
+    for it, ov in reversed(pairs):
+        if ov > threshold:
+            break
+        result = it
+    return result
+
+
+# --------------------------------------------------------------------------- throughput
+
+
+def job_throughput(rows: Iterable[ThroughputRow]) -> dict[str, list[tuple[float, float, int]]]:
+    """Per job: sorted (t, bin_s, bytes) with the ranks' bins at the same t summed.
+
+    Bins are matched on round(t / bin_s) so float noise in t does not split a bin."""
+    acc: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for r in rows:
+        if r.bin_s <= 0:
+            continue
+        key = round(r.t / r.bin_s)
+        slot = acc[r.job].get(key)
+        if slot is None:
+            acc[r.job][key] = [key * r.bin_s, r.bin_s, r.bytes]
+        else:
+            slot[2] += r.bytes
+    return {
+        job: [(t, b, int(n)) for t, b, n in (bins[k] for k in sorted(bins))]
+        for job, bins in acc.items()
+    }
+
+
+def bytes_in_window(series: Sequence[tuple[float, float, int]], w0: float, w1: float) -> int:
+    """Bytes of bins whose start t lies in [w0, w1)."""
+    return sum(n for t, _, n in series if w0 <= t < w1)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class JobMetrics:
+    job: str
+    cc: str | None
+    n_iterations: int
+    incomplete_iterations: int
+    missing_rows: int
+    mean_iter_s: float | None
+    p50_iter_s: float | None
+    p99_iter_s: float | None
+    baseline_iter_s: float | None
+    baseline: str | None
+    slowdown_mean: float | None
+    slowdown_p99: float | None
+    rivals: list[str]
+    contended_iterations: int
+    overlap_mean: float | None
+    convergence_iteration: int | None
+    per_iteration: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class LinkMetrics:
+    link: str
+    jobs: list[str]
+    reference_job: str | None
+    windows: int
+    jain_mean: float | None
+    jain_min: float | None
+    jain: list[float]
+    overlap_mean: float | None
+
+
+@dataclass
+class RunMetrics:
+    jobs: dict[str, JobMetrics]
+    links: dict[str, LinkMetrics]
+    missing_rows_total: int
+    convergence_threshold: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _link_fairness(
+    jobs: Sequence[str],
+    iters: Mapping[str, Sequence[JobIteration]],
+    series: Mapping[str, Sequence[tuple[float, float, int]]],
+) -> tuple[str | None, list[float]]:
+    candidates = [j for j in jobs if iters.get(j)]
+    if len(candidates) < len(jobs) or not series:
+        return None, []
+    reference = max(
+        candidates,
+        key=lambda j: (percentile([i.iter_time for i in iters[j]], 50), -jobs.index(j)),
+    )
+    spans = [active_span(iters[j]) for j in jobs]
+    values: list[float] = []
+    for it in iters[reference]:
+        w0, w1 = it.t_start, it.t_comm_end
+        if w1 <= w0:
+            continue
+        if not all(sp is not None and sp[0] <= w0 and w1 <= sp[1] for sp in spans):
+            continue
+        j = jain_index([bytes_in_window(series.get(job, ()), w0, w1) for job in jobs])
+        if j is not None:
+            values.append(j)
+    return reference, values
+
+
+def compute_metrics(
+    summary: Summary,
+    iterations: Sequence[IterationRow],
+    throughput: Sequence[ThroughputRow] = (),
+    threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+    malformed_rows: Mapping[str, int] | None = None,
+) -> RunMetrics:
+    """All metrics of one run. Never raises on missing data: gaps become None and notes."""
+    order = list(summary.jobs)
+    for row in iterations:
+        if row.job not in order:
+            order.append(row.job)
+    expected = {j: len(info.workers) for j, info in summary.jobs.items() if info.workers}
+    iters = job_iterations(iterations, expected)
+    notes: list[str] = []
+    for name, bad in (malformed_rows or {}).items():
+        if bad:
+            notes.append(f"{name}: {bad} malformed row(s) skipped")
+
+    jobs_out: dict[str, JobMetrics] = {}
+    missing_total = 0
+    for job in order:
+        info = summary.jobs.get(job)
+        all_iters = iters.get(job, [])
+        complete = [i for i in all_iters if i.complete]
+        n_ranks = len(info.workers) if info and info.workers else None
+        if n_ranks is None:
+            n_ranks = len({r.rank for r in iterations if r.job == job})
+        n_iter = info.iterations if info and info.iterations else None
+        if n_iter is None:
+            n_iter = max((i.iteration for i in all_iters), default=-1) + 1
+        missing = count_missing_rows(iterations, job, n_ranks, n_iter)
+        missing_total += missing
+        if missing:
+            notes.append(f"{job}: {missing} missing row(s) of {n_ranks * n_iter} expected")
+        times = [i.iter_time for i in complete]
+        mean_t = mean(times) if times else None
+        p50 = percentile(times, 50) if times else None
+        p99 = percentile(times, 99) if times else None
+        baseline = info.baseline_iter_s if info else None
+        baseline_kind = None
+        if baseline:
+            baseline_kind = "isolated" if info and info.isolated_iter_s else "ideal"
+        job_rivals = rivals(summary.link_jobs, job)
+        ovs = iteration_overlaps(job, iters, job_rivals)
+        contended = [(o.iteration, o.overlap) for o in ovs if o.contended]
+        contended_vals = [ov for _, ov in contended if ov is not None]
+        by_it = {o.iteration: o for o in ovs}
+        jobs_out[job] = JobMetrics(
+            job=job,
+            cc=summary.cc.get(job),
+            n_iterations=len(complete),
+            incomplete_iterations=len(all_iters) - len(complete),
+            missing_rows=missing,
+            mean_iter_s=mean_t,
+            p50_iter_s=p50,
+            p99_iter_s=p99,
+            baseline_iter_s=baseline,
+            baseline=baseline_kind,
+            slowdown_mean=mean_t / baseline if baseline and mean_t is not None else None,
+            slowdown_p99=p99 / baseline if baseline and p99 is not None else None,
+            rivals=job_rivals,
+            contended_iterations=len(contended),
+            overlap_mean=mean(contended_vals) if contended_vals else None,
+            convergence_iteration=convergence_iteration(contended, threshold),
+            per_iteration=[
+                {
+                    "iteration": i.iteration,
+                    "iter_time": i.iter_time,
+                    "comm_time": i.comm_time,
+                    "overlap": by_it[i.iteration].overlap if i.iteration in by_it else None,
+                    "contended": by_it[i.iteration].contended if i.iteration in by_it else False,
+                }
+                for i in complete
+            ],
+        )
+
+    series = job_throughput(throughput)
+    links_out: dict[str, LinkMetrics] = {}
+    for link, link_jobs in summary.link_jobs.items():
+        jobs = list(dict.fromkeys(link_jobs))
+        if len(jobs) < 2:
+            continue
+        reference, jains = _link_fairness(jobs, iters, series)
+        link_ovs = [
+            o.overlap
+            for job in jobs
+            for o in iteration_overlaps(job, iters, [j for j in jobs if j != job])
+            if o.contended and o.overlap is not None
+        ]
+        links_out[link] = LinkMetrics(
+            link=link,
+            jobs=jobs,
+            reference_job=reference,
+            windows=len(jains),
+            jain_mean=mean(jains) if jains else None,
+            jain_min=min(jains) if jains else None,
+            jain=jains,
+            overlap_mean=mean(link_ovs) if link_ovs else None,
+        )
+    if summary.link_jobs and not throughput:
+        notes.append("no throughput rows: Jain fairness not computed")
+    return RunMetrics(
+        jobs=jobs_out,
+        links=links_out,
+        missing_rows_total=missing_total,
+        convergence_threshold=threshold,
+        notes=notes,
+    )
