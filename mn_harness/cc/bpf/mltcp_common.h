@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared code of the mn-harness BPF congestion controls.
+ *
+ * Why one header: every variant (mltcp_reno, mltcp_cubic, dctcp, mltcp_dctcp) needs the
+ * same three things on top of its base algorithm:
+ *   1. in-kernel iteration tracking: a CA_EVENT_TX_START after the socket had nothing in
+ *      flight for longer than MLTCP_IDLE_GAP_NS starts a new training iteration;
+ *   2. the MLTCP factor F(bytes_ratio) = slope * bytes_ratio + intercept, in fixed point
+ *      (BPF has no floats), used to scale the congestion-avoidance increase;
+ *   3. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps.
+ *
+ * Parameters are compile-time constants (-D...), see mn_harness/cc/build.py for why.
+ * The struct mltcp_state must be the FIRST member of every variant's private area so
+ * this code can find it at the start of icsk_ca_priv.
+ */
+#ifndef MLTCP_COMMON_H
+#define MLTCP_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#if !defined(MLTCP_NAME) || !defined(MLTCP_TELEM)
+#error "build with -DMLTCP_NAME=<kernel cc name> -DMLTCP_TELEM=<telemetry map name>"
+#endif
+#ifndef MLTCP_SCALE          /* 0: F is always 1 (plain base algorithm + telemetry) */
+#define MLTCP_SCALE 1
+#endif
+#ifndef MLTCP_SLOPE_FP       /* slope * 1024 */
+#define MLTCP_SLOPE_FP 1024
+#endif
+#ifndef MLTCP_INTERCEPT_FP   /* intercept * 1024 */
+#define MLTCP_INTERCEPT_FP 1024
+#endif
+#ifndef MLTCP_IDLE_GAP_NS
+#define MLTCP_IDLE_GAP_NS 10000000ULL
+#endif
+
+#define MLTCP_STR2(x) #x
+#define MLTCP_STR(x) MLTCP_STR2(x)
+
+#define MLTCP_FP_SHIFT 10
+#define MLTCP_FP_ONE (1U << MLTCP_FP_SHIFT)
+
+/* ecn_flags bits (include/net/tcp.h; AccECN-era layout, RFC3168 bit unchanged since 2.6) */
+#define MLTCP_ECN_MODE_RFC3168 0x1
+#define MLTCP_ECN_DEMAND_CWR 0x4
+#define MLTCP_ECN_MODE_ACCECN 0x10
+#define MLTCP_ECN_MODE_ANY (MLTCP_ECN_MODE_RFC3168 | MLTCP_ECN_MODE_ACCECN)
+/* tcp_congestion_ops.flags bit: negotiate ECN on the handshake (include/net/tcp.h) */
+#define MLTCP_CONG_NEEDS_ECN 0x2
+
+#ifndef min
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef max
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#endif
+
+char _license[] SEC("license") = "GPL";
+
+/* Kernel TCP helpers exported to BPF congestion controls as kfuncs. */
+extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
+extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
+extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
+{
+	return (struct inet_connection_sock *)sk;
+}
+
+static __always_inline void *inet_csk_ca(const struct sock *sk)
+{
+	return (void *)inet_csk(sk)->icsk_ca_priv;
+}
+
+static __always_inline bool before(__u32 seq1, __u32 seq2)
+{
+	return (__s32)(seq1 - seq2) < 0;
+}
+#define after(seq2, seq1) before(seq1, seq2)
+
+static __always_inline bool tcp_in_slow_start(const struct tcp_sock *tp)
+{
+	return tp->snd_cwnd < tp->snd_ssthresh;
+}
+
+/* Same test as the kernel's tcp_is_cwnd_limited() (static inline there, so re-done here). */
+static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tcp_in_slow_start(tp))
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return tp->is_cwnd_limited;
+}
+
+/* Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (32 bytes). */
+struct mltcp_state {
+	__u64 iter_start_acked;	/* tp->bytes_acked when the current iteration began */
+	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
+	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
+	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
+	__u32 iter;		/* current iteration number, 0 = no data sent yet */
+};
+
+/* Telemetry: one row per socket and finished iteration (the last one is written at close). */
+struct mltcp_key {
+	__u32 saddr;		/* network byte order, as in the socket */
+	__u32 daddr;
+	__u16 sport;		/* host byte order */
+	__u16 dport;
+	__u32 iter;
+};
+
+struct mltcp_row {
+	__u64 bytes;		/* bytes acked during this iteration */
+	__u64 believed;		/* bytes-per-iteration estimate used for F during it (0: F=1) */
+	__u64 learned;		/* estimate after this iteration */
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 end_ns;		/* last ACK of the iteration */
+	__u32 f_last_fp;	/* F (x1024) at the last ACK of the iteration */
+	__u32 final;		/* 1: written when the socket closed (iteration may be partial) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct mltcp_key);
+	__type(value, struct mltcp_row);
+} MLTCP_TELEM SEC(".maps");
+
+static __always_inline struct mltcp_state *mltcp_st(const struct sock *sk)
+{
+	return (struct mltcp_state *)inet_csk_ca(sk);
+}
+
+static __always_inline void mltcp_init(struct sock *sk)
+{
+	struct mltcp_state *st = mltcp_st(sk);
+
+	st->iter_start_acked = 0;
+	st->iter_start_ns = 0;
+	st->last_ack_ns = 0;
+	st->learned = 0;
+	st->iter = 0;
+}
+
+/* F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. */
+static __always_inline __u32 mltcp_factor(const struct sock *sk)
+{
+#if MLTCP_SCALE
+	const struct mltcp_state *st = mltcp_st(sk);
+	__u64 done, ratio;
+	__s64 f;
+
+	if (!st->learned || !st->iter)
+		return MLTCP_FP_ONE;
+	done = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
+	ratio = (done << MLTCP_FP_SHIFT) / st->learned;
+	if (ratio > MLTCP_FP_ONE)
+		ratio = MLTCP_FP_ONE;
+	f = (__s64)MLTCP_INTERCEPT_FP + (((__s64)MLTCP_SLOPE_FP * (__s64)ratio) >> MLTCP_FP_SHIFT);
+	if (f < 1)
+		f = 1;
+	if (f > (64 << MLTCP_FP_SHIFT))
+		f = 64 << MLTCP_FP_SHIFT;
+	return (__u32)f;
+#else
+	return MLTCP_FP_ONE;
+#endif
+}
+
+/*
+ * Scale an "ACKs per +1 cwnd" count w by 1/F: the window then grows F times as fast
+ * (Reno: cwnd += F / cwnd per ACKed segment). F == 1 returns w unchanged, bit for bit.
+ */
+static __always_inline __u32 mltcp_scale_cnt(__u32 w, __u32 f)
+{
+	__u64 s;
+
+	if (f == MLTCP_FP_ONE)
+		return w;
+	s = ((__u64)w << MLTCP_FP_SHIFT) / f;
+	if (s < 1)
+		s = 1;
+	if (s > 0xffffffffULL)
+		s = 0xffffffffULL;
+	return (__u32)s;
+}
+
+static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state *st,
+					    __u64 bytes, __u64 believed, __u32 f_fp, __u32 final)
+{
+	struct mltcp_key key = {};
+	struct mltcp_row row = {};
+
+	key.saddr = sk->__sk_common.skc_rcv_saddr;
+	key.daddr = sk->__sk_common.skc_daddr;
+	key.sport = sk->__sk_common.skc_num;
+	key.dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	key.iter = st->iter;
+	row.bytes = bytes;
+	row.believed = believed;
+	row.learned = st->learned;
+	row.start_ns = st->iter_start_ns;
+	row.end_ns = st->last_ack_ns;
+	row.f_last_fp = f_fp;
+	row.final = final;
+	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
+}
+
+/* Called from each variant's cwnd_event for CA_EVENT_TX_START. */
+static __always_inline void mltcp_tx_start(struct sock *sk)
+{
+	struct mltcp_state *st = mltcp_st(sk);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 acked = tcp_sk(sk)->bytes_acked;
+	__u64 bytes, believed;
+	__u32 f_fp;
+
+	if (st->iter == 0) {
+		st->iter = 1;
+		st->iter_start_acked = acked;
+		st->iter_start_ns = now;
+		return;
+	}
+	if (now - st->last_ack_ns <= MLTCP_IDLE_GAP_NS)
+		return;		/* short pause inside an iteration (e.g. between ring steps) */
+	bytes = acked - st->iter_start_acked;
+	if (!bytes)
+		return;
+	believed = st->learned;
+	f_fp = mltcp_factor(sk);
+	/* Learn from the iteration that just ended: first one as is, then average 1:1. */
+	if (!st->learned)
+		st->learned = bytes > 0xffffffffULL ? 0xffffffffU : (__u32)bytes;
+	else
+		st->learned = (__u32)min(((__u64)st->learned + bytes) / 2, 0xffffffffULL);
+	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
+	st->iter++;
+	st->iter_start_acked = acked;
+	st->iter_start_ns = now;
+}
+
+/* Called from each variant's pkts_acked: remembers when data was last acknowledged. */
+static __always_inline void mltcp_acked(struct sock *sk, const struct ack_sample *sample)
+{
+	if (sample->pkts_acked)
+		mltcp_st(sk)->last_ack_ns = bpf_ktime_get_ns();
+}
+
+/* Called from each variant's release: records the iteration that was running at close. */
+static __always_inline void mltcp_release(struct sock *sk)
+{
+	struct mltcp_state *st = mltcp_st(sk);
+	__u64 bytes;
+
+	if (!st->iter)
+		return;
+	bytes = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
+	if (bytes)
+		mltcp_write_row(sk, st, bytes, st->learned, mltcp_factor(sk), 1);
+}
+
+#define MLTCP_ASSERT_FITS(type) \
+	_Static_assert(sizeof(type) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv), \
+		       #type " does not fit in icsk_ca_priv")
+
+#endif /* MLTCP_COMMON_H */
