@@ -1,0 +1,185 @@
+"""The whole experiment: nodes, links, jobs, run options, and the checks that need all of them
+(references to unknown hosts, duplicate names, a disconnected topology)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mn_harness.config.errors import ConfigError
+from mn_harness.config.model import (
+    EXPERIMENT_RE,
+    JobConfig,
+    LinkConfig,
+    RunConfig,
+    SwitchConfig,
+    _list,
+    check_keys,
+    check_name,
+)
+
+TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    hosts: tuple[str, ...]
+    switches: tuple[SwitchConfig, ...]
+    links: tuple[LinkConfig, ...]
+    jobs: tuple[JobConfig, ...]
+    run: RunConfig
+    description: str = ""
+
+    @property
+    def switch_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.switches)
+
+    def neighbours(self) -> dict[str, list[tuple[str, LinkConfig]]]:
+        adj: dict[str, list[tuple[str, LinkConfig]]] = {n: [] for n in self.hosts + self.switch_names}
+        for link in self.links:
+            adj[link.a].append((link.b, link))
+            adj[link.b].append((link.a, link))
+        return adj
+
+    def with_jobs(self, jobs) -> Experiment:
+        return dataclasses.replace(self, jobs=tuple(jobs))
+
+    def with_run(self, **changes) -> Experiment:
+        return dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
+
+    @classmethod
+    def from_dict(cls, raw: Any, default_name: str = "experiment") -> Experiment:
+        check_keys(raw, "", TOP_KEYS, {"hosts", "links", "jobs"})
+        name = raw.get("experiment", default_name)
+        if not isinstance(name, str) or not EXPERIMENT_RE.fullmatch(name):
+            raise ConfigError("experiment", f"{name!r} is not a valid experiment name (letters, digits, _ . -)")
+        description = raw.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError("description", "expected a string")
+
+        seen: dict[str, str] = {}
+
+        def claim(node: str, path: str) -> None:
+            if node in seen:
+                raise ConfigError(path, f"duplicate name {node!r} (already used at {seen[node]})")
+            seen[node] = path
+
+        hosts = []
+        for i, h in enumerate(_list(raw["hosts"], "hosts")):
+            hosts.append(check_name(h, f"hosts[{i}]"))
+            claim(h, f"hosts[{i}]")
+        if not hosts:
+            raise ConfigError("hosts", "at least one host is needed")
+        switches = []
+        for i, s in enumerate(_list(raw.get("switches", []), "switches")):
+            switch = SwitchConfig.from_dict(s, f"switches[{i}]")
+            claim(switch.name, f"switches[{i}]")
+            switches.append(switch)
+
+        defaults = raw.get("link_defaults", {})
+        check_keys(defaults, "link_defaults", {"bw", "queue", "delay"})
+        links = []
+        pairs: dict[frozenset, str] = {}
+        for i, l_raw in enumerate(_list(raw["links"], "links")):
+            link = LinkConfig.from_dict(l_raw, f"links[{i}]", defaults)
+            for j, end in enumerate((link.a, link.b)):
+                if end not in seen:
+                    raise ConfigError(f"links[{i}].endpoints[{j}]", f"unknown node {end!r}")
+            pair = frozenset((link.a, link.b))
+            if pair in pairs:
+                raise ConfigError(f"links[{i}]", f"duplicate link {link.a}-{link.b} (also {pairs[pair]})")
+            pairs[pair] = f"links[{i}]"
+            links.append(link)
+
+        host_set = set(hosts)
+        degree = {h: 0 for h in hosts}
+        for i, link in enumerate(links):
+            if link.a in host_set and link.b in host_set:
+                raise ConfigError(f"links[{i}]", "hosts connect to switches, not to each other")
+            for end in (link.a, link.b):
+                if end in host_set:
+                    degree[end] += 1
+        for i, h in enumerate(hosts):
+            if degree[h] != 1:
+                raise ConfigError(f"hosts[{i}]", f"host {h!r} has {degree[h]} links; each host needs exactly one")
+
+        jobs = []
+        job_names: dict[str, str] = {}
+        for i, j_raw in enumerate(_list(raw["jobs"], "jobs")):
+            job = JobConfig.from_dict(j_raw, f"jobs[{i}]")
+            if job.name in job_names:
+                raise ConfigError(f"jobs[{i}].name", f"duplicate job name {job.name!r} (also {job_names[job.name]})")
+            job_names[job.name] = f"jobs[{i}]"
+            for k, w in enumerate(job.workers):
+                if w not in host_set:
+                    what = "a switch, not a host" if w in seen else "unknown host"
+                    raise ConfigError(f"jobs[{i}].workers[{k}]", f"{what} {w!r}")
+            jobs.append(job)
+        if not jobs:
+            raise ConfigError("jobs", "at least one job is needed")
+        for i, job in enumerate(jobs):
+            for k, w in enumerate(job.workers):
+                for other in jobs[:i]:
+                    if w in other.workers:
+                        raise ConfigError(f"jobs[{i}].workers[{k}]", f"host {w!r} already runs job {other.name!r}")
+
+        experiment = cls(
+            name=name,
+            hosts=tuple(hosts),
+            switches=tuple(switches),
+            links=tuple(links),
+            jobs=tuple(jobs),
+            run=RunConfig.from_dict(raw.get("run", {}), "run"),
+            description=description,
+        )
+        experiment._check_connected()
+        return experiment
+
+    def _check_connected(self) -> None:
+        adj = self.neighbours()
+        start = self.hosts[0]
+        reached = {start}
+        todo = deque([start])
+        while todo:
+            for nxt, _ in adj[todo.popleft()]:
+                if nxt not in reached:
+                    reached.add(nxt)
+                    todo.append(nxt)
+        for h in self.hosts:
+            if h not in reached:
+                raise ConfigError("links", f"topology is disconnected: host {h!r} cannot reach {start!r}")
+        for i, s in enumerate(self.switches):
+            if s.name not in reached:
+                raise ConfigError(f"switches[{i}]", f"switch {s.name!r} is not connected to the hosts")
+
+    def to_dict(self) -> dict:
+        """The resolved config (units in SI base units), saved beside the results."""
+        return dataclasses.asdict(self)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(str(path), f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if raw is None:
+        raise ConfigError(str(path), "file is empty")
+    return Experiment.from_dict(raw, default_name=path.stem)
+
+
+def load_experiment_dict(raw: Mapping, name: str = "experiment") -> Experiment:
+    return Experiment.from_dict(raw, default_name=name)

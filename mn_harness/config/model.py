@@ -1,0 +1,216 @@
+"""Typed, frozen experiment configuration.
+
+Everything downstream (network, data plane, congestion control, jobs, results) reads these
+objects and never the raw YAML, so validation happens once, here, and every error names the
+YAML path. Names become Linux interface names (`<node>-eth<N>`, at most 15 characters) and
+process arguments, so they are restricted to a safe alphabet; nothing from YAML reaches a shell."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mn_harness.cc.errors import CCConfigError
+from mn_harness.cc.spec import CCSpec
+from mn_harness.config.errors import ConfigError
+from mn_harness.config.units import (
+    parse_bandwidth,
+    parse_count,
+    parse_duration,
+    parse_size,
+)
+
+# `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
+EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+COLLECTIVES = ("ring_allreduce", "inc_allreduce")
+DATAPLANES = ("auto", "linux", "bmv2")
+
+
+def check_keys(raw: Mapping, path: str, allowed: set[str], required: set[str] = frozenset()):
+    if not isinstance(raw, Mapping):
+        raise ConfigError(path, f"expected a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(
+                f"{path}.{key}" if path else str(key),
+                f"unknown key (allowed: {', '.join(sorted(allowed))})",
+            )
+    for key in sorted(required):
+        if key not in raw:
+            raise ConfigError(f"{path}.{key}" if path else key, "required key is missing")
+
+
+def check_name(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
+        raise ConfigError(
+            path,
+            f"{value!r} is not a valid node name (a letter, then up to 8 letters, digits or _;"
+            " it becomes part of interface names)",
+        )
+    return value
+
+
+def _list(raw: Any, path: str) -> list:
+    if not isinstance(raw, list):
+        raise ConfigError(path, f"expected a list, got {type(raw).__name__}")
+    return raw
+
+
+def _positive_int(raw: Any, path: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise ConfigError(path, f"expected a positive integer, got {raw!r}")
+    return raw
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    name: str
+    program: str | None = None  # P4 program for the BMv2 data plane (default ecn_telemetry)
+    ecn_threshold: int | None = None  # packets; BMv2 marks CE at or above this queue depth
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> SwitchConfig:
+        if isinstance(raw, str):
+            return cls(check_name(raw, path))
+        check_keys(raw, path, {"name", "program", "ecn_threshold"}, {"name"})
+        threshold = raw.get("ecn_threshold")
+        if threshold is not None:
+            threshold = _positive_int(threshold, f"{path}.ecn_threshold")
+        program = raw.get("program")
+        if program is not None and not isinstance(program, str):
+            raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
+        return cls(check_name(raw["name"], f"{path}.name"), program, threshold)
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    a: str
+    b: str
+    bw_bps: float
+    queue_packets: int
+    delay_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.a}-{self.b}"
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str, defaults: Mapping) -> LinkConfig:
+        check_keys(raw, path, {"endpoints", "bw", "queue", "delay"}, {"endpoints"})
+        ends = _list(raw["endpoints"], f"{path}.endpoints")
+        if len(ends) != 2:
+            raise ConfigError(f"{path}.endpoints", f"a link has 2 endpoints, got {len(ends)}")
+        a = check_name(ends[0], f"{path}.endpoints[0]")
+        b = check_name(ends[1], f"{path}.endpoints[1]")
+        if a == b:
+            raise ConfigError(f"{path}.endpoints", f"a link cannot connect {a!r} to itself")
+        merged = {**defaults, **raw}
+        if "bw" not in merged:
+            raise ConfigError(f"{path}.bw", "required key is missing (or set link_defaults.bw)")
+        bw = parse_bandwidth(merged["bw"], f"{path}.bw")
+        queue = _positive_int(merged.get("queue", 100), f"{path}.queue")
+        delay = parse_duration(merged.get("delay", 0), f"{path}.delay")
+        return cls(a, b, bw, queue, delay)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    name: str
+    workers: tuple[str, ...]
+    bytes_per_iteration: int
+    compute_s: float
+    iterations: int
+    collective: str = "ring_allreduce"
+    start_offset_s: float = 0.0
+    cc: CCSpec = field(default_factory=lambda: CCSpec("cubic"))
+
+    @property
+    def n(self) -> int:
+        return len(self.workers)
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> JobConfig:
+        allowed = {"name", "workers", "collective", "bytes_per_iteration", "model_params",
+                   "compute", "iterations", "start_offset", "cc"}
+        check_keys(raw, path, allowed, {"name", "workers", "compute", "iterations"})
+        name = check_name(raw["name"], f"{path}.name")
+        workers = tuple(
+            check_name(w, f"{path}.workers[{i}]")
+            for i, w in enumerate(_list(raw["workers"], f"{path}.workers"))
+        )
+        if len(workers) < 2:
+            raise ConfigError(f"{path}.workers", f"a job needs at least 2 workers, got {len(workers)}")
+        for i, worker in enumerate(workers):
+            if worker in workers[:i]:
+                raise ConfigError(f"{path}.workers[{i}]", f"host {worker!r} appears twice")
+        collective = raw.get("collective", "ring_allreduce")
+        if collective not in COLLECTIVES:
+            raise ConfigError(
+                f"{path}.collective", f"unknown collective {collective!r} (known: {', '.join(COLLECTIVES)})"
+            )
+        if ("bytes_per_iteration" in raw) == ("model_params" in raw):
+            raise ConfigError(f"{path}.bytes_per_iteration", "give exactly one of bytes_per_iteration or model_params")
+        if "bytes_per_iteration" in raw:
+            size = parse_size(raw["bytes_per_iteration"], f"{path}.bytes_per_iteration")
+        else:
+            size = 4 * parse_count(raw["model_params"], f"{path}.model_params")  # fp32 gradients
+        cc_raw = raw.get("cc", "cubic")
+        try:
+            cc = CCSpec.from_dict(cc_raw, f"{path}.cc")
+        except CCConfigError as exc:
+            raise ConfigError("", str(exc)) from None
+        return cls(
+            name=name,
+            workers=workers,
+            bytes_per_iteration=size,
+            compute_s=parse_duration(raw["compute"], f"{path}.compute"),
+            iterations=_positive_int(raw["iterations"], f"{path}.iterations"),
+            collective=collective,
+            start_offset_s=parse_duration(raw.get("start_offset", 0), f"{path}.start_offset"),
+            cc=cc,
+        )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataplane: str = "auto"
+    seed: int = 1
+    output_dir: str = "results"
+    slow_start_after_idle: bool = False
+    throughput_bin_s: float = 0.010
+    isolated: bool = False
+    timeout_s: float | None = None  # whole-run limit; default derived from the jobs
+    gso_max_segs: int = 16  # cap on GSO super-packets (MTUs); 1 = offloads off, see shaping.py
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> RunConfig:
+        allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
+                   "isolated", "timeout", "gso_max_segs"}
+        check_keys(raw, path, allowed)
+        dataplane = raw.get("dataplane", "auto")
+        if dataplane not in DATAPLANES:
+            raise ConfigError(f"{path}.dataplane", f"unknown data plane {dataplane!r} (known: {', '.join(DATAPLANES)})")
+        seed = raw.get("seed", 1)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ConfigError(f"{path}.seed", f"expected an integer, got {seed!r}")
+        for key in ("slow_start_after_idle", "isolated"):
+            if not isinstance(raw.get(key, False), bool):
+                raise ConfigError(f"{path}.{key}", f"expected true or false, got {raw[key]!r}")
+        output_dir = raw.get("output_dir", "results")
+        if not isinstance(output_dir, str) or not output_dir:
+            raise ConfigError(f"{path}.output_dir", f"expected a directory path, got {output_dir!r}")
+        timeout = raw.get("timeout")
+        return cls(
+            dataplane=dataplane,
+            seed=seed,
+            output_dir=output_dir,
+            slow_start_after_idle=raw.get("slow_start_after_idle", False),
+            throughput_bin_s=parse_duration(raw.get("throughput_bin", 0.01), f"{path}.throughput_bin",
+                                            allow_zero=False),
+            isolated=raw.get("isolated", False),
+            gso_max_segs=_positive_int(raw.get("gso_max_segs", 16), f"{path}.gso_max_segs"),
+            timeout_s=None if timeout is None else parse_duration(timeout, f"{path}.timeout", allow_zero=False),
+        )

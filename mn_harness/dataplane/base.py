@@ -1,0 +1,60 @@
+"""The interface every data plane implements.
+
+The network builder creates hosts and links and configures the host side; the data plane
+creates the switch nodes, configures their forwarding (Linux routes or P4 tables) and their
+egress queues (where the bottleneck queue lives), and may sample telemetry while jobs run.
+Linux routers and BMv2 switches thus slot in beside each other behind one interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from mininet.net import Mininet
+from mininet.node import Node
+
+from mn_harness.config import SwitchConfig
+from mn_harness.network.plan import NetworkPlan
+
+
+class DataplaneError(RuntimeError):
+    """A data plane is unavailable or failed; the message is one readable line."""
+
+
+class Dataplane(ABC):
+    name: str = "abstract"
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when this data plane can run here, else one line saying what to install."""
+        return None
+
+    @abstractmethod
+    def add_switch(self, net: Mininet, switch: SwitchConfig, plan: NetworkPlan) -> Node:
+        """Create the node for one switch (before links are added)."""
+
+    @abstractmethod
+    def configure(self, net: Mininet, plan: NetworkPlan) -> None:
+        """After links exist: addresses, forwarding state and egress shaping of switch ports."""
+
+    def host_neighbours_static(self) -> bool:
+        """True when hosts need static ARP entries for their gateway (switch answers no ARP)."""
+        return False
+
+    def start_telemetry(self, out_dir: Path) -> None:  # noqa: B027 - optional hook
+        """Begin sampling (e.g. queue depths into out_dir/queue.csv)."""
+
+    def stop_telemetry(self) -> dict:
+        """Stop sampling; returns summary fields (e.g. max queue depth, ECN marks per job)."""
+        return {}
+
+    def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
+        """Per directed link: drops, bytes; empty when the data plane cannot tell."""
+        return {}
+
+    def state(self) -> dict:
+        """What `mn-harness clean` needs to undo this data plane after a crash (pids, ifaces)."""
+        return {}
+
+    def stop(self) -> None:  # noqa: B027 - optional hook
+        """Stop switch processes; called before the Mininet network is stopped. Idempotent."""

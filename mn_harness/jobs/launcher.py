@@ -1,0 +1,212 @@
+"""Start every job's workers in their hosts, release them together, follow their progress.
+
+All workers connect their rings first and report READY; only then does the harness hand out
+one experiment-wide start time t0 (a CLOCK_MONOTONIC value, the same clock in every namespace),
+and each job begins at t0 + its start offset. Progress is read from the per-worker JSON-lines
+files (flushed each iteration), so it costs the workers nothing. A worker that dies ends the
+run with its stderr tail in the error."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mn_harness.config import Experiment
+from mn_harness.network.emulated import EmulatedNetwork
+from traffic import ring
+from traffic.spec import WorkerSpec
+
+BASE_PORT = 40000
+START_MARGIN_S = 0.3
+
+
+class JobError(RuntimeError):
+    """A worker failed or the run timed out; one readable line."""
+
+
+@dataclass
+class WorkerProcess:
+    job: str
+    rank: int
+    host: str
+    spec: WorkerSpec
+    proc: subprocess.Popen
+    stderr_path: Path
+
+    def stderr_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.stderr_path.read_text().strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(text[-lines:])
+
+
+def count_lines(path: str) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+class JobLauncher:
+    def __init__(self, experiment: Experiment, network: EmulatedNetwork, raw_dir: Path,
+                 cc_names: dict[str, str], log: Callable[[str], None] = print,
+                 on_change: Callable[[], None] = lambda: None):
+        self.experiment = experiment
+        self.network = network
+        self.raw_dir = raw_dir
+        self.cc_names = cc_names  # job -> kernel CC name
+        self.log = log
+        self.workers: list[WorkerProcess] = []
+        self._on_change = on_change
+        self.t0: float | None = None
+
+    def specs(self) -> list[tuple[str, WorkerSpec]]:
+        plan = self.network.plan
+        out = []
+        for j, job in enumerate(self.experiment.jobs):
+            ips = tuple(plan.host_ip[w] for w in job.workers)
+            for rank, host in enumerate(job.workers):
+                stem = self.raw_dir / f"{job.name}-r{rank}"
+                out.append((host, WorkerSpec(
+                    job=job.name, rank=rank, ips=ips, port=BASE_PORT + j,
+                    collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
+                    compute_s=job.compute_s, iterations=job.iterations,
+                    start_offset_s=job.start_offset_s, cc=self.cc_names[job.name],
+                    iterations_path=str(stem) + ".iterations.jsonl",
+                    throughput_path=str(stem) + ".throughput.jsonl",
+                    bin_s=self.experiment.run.throughput_bin_s,
+                )))
+        return out
+
+    def start(self) -> None:
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        python = os.environ.get("MN_HARNESS_PYTHON") or _python()
+        for host, spec in self.specs():
+            spec_path = self.raw_dir / f"{spec.job}-r{spec.rank}.spec.json"
+            spec.save(spec_path)
+            stderr_path = self.raw_dir / f"{spec.job}-r{spec.rank}.stderr"
+            node = self.network.nodes[host]
+            proc = node.popen([python, "-u", "-m", "traffic.worker", str(spec_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=open(stderr_path, "w"), cwd=str(_project_root()),
+                              env={**os.environ, "PYTHONPATH": str(_project_root())})
+            self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))
+            self._on_change()
+
+    def release(self, timeout_s: float = 30.0) -> float:
+        """Wait until every worker is READY, then send all of them the same start time."""
+        pending = {w.proc.stdout.fileno(): w for w in self.workers}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                w = next(iter(pending.values()))
+                raise JobError(f"{w.job} rank {w.rank} on {w.host} not ready after {timeout_s:.0f}s: "
+                               f"{w.stderr_tail() or 'no output'}")
+            ready, _, _ = select.select(list(pending), [], [], min(left, 0.5))
+            for fd in ready:
+                w = pending[fd]
+                line = w.proc.stdout.readline().decode().strip()
+                if line == "READY":
+                    del pending[fd]
+                elif not line and w.proc.poll() is not None:
+                    raise JobError(f"{w.job} rank {w.rank} on {w.host} exited with code "
+                                   f"{w.proc.returncode} before the start: {w.stderr_tail()}")
+        self.t0 = time.monotonic() + START_MARGIN_S
+        for w in self.workers:
+            w.proc.stdin.write(f"GO {self.t0!r}\n".encode())
+            w.proc.stdin.flush()
+        return self.t0
+
+    def progress(self) -> dict[str, int]:
+        """Iterations completed by every rank of each job."""
+        done = {}
+        for job in self.experiment.jobs:
+            ranks = [w for w in self.workers if w.job == job.name]
+            done[job.name] = min(count_lines(w.spec.iterations_path) for w in ranks)
+        return done
+
+    def wait(self, timeout_s: float, report_every_s: float = 2.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        last_report = 0.0
+        totals = {j.name: j.iterations for j in self.experiment.jobs}
+        while True:
+            failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
+            if failed:
+                w = failed[0]
+                raise JobError(f"{w.job} rank {w.rank} on {w.host} died (exit {w.proc.returncode}): "
+                               f"{w.stderr_tail() or 'no stderr'}")
+            if all(w.proc.poll() == 0 for w in self.workers):
+                self.log(self._progress_line(totals))
+                return
+            now = time.monotonic()
+            if now > deadline:
+                raise JobError(f"run timed out after {timeout_s:.0f}s: {self._progress_line(totals)}")
+            if now - last_report >= report_every_s:
+                self.log(self._progress_line(totals))
+                last_report = now
+            time.sleep(0.2)
+
+    def _progress_line(self, totals: dict[str, int]) -> str:
+        done = self.progress()
+        elapsed = time.monotonic() - (self.t0 or time.monotonic())
+        parts = "  ".join(f"{job} {done[job]}/{totals[job]}" for job in totals)
+        return f"[{elapsed:6.1f}s] {parts}"
+
+    def default_timeout(self) -> float:
+        """Generous: 5x the ideal run time of the slowest job, plus a margin."""
+        plan = self.network.plan
+        longest = 0.0
+        for job in self.experiment.jobs:
+            per_worker = ring.bytes_sent_per_worker(job.bytes_per_iteration, job.n)
+            ideal = job.compute_s + per_worker * 8 / plan.job_bottleneck_bps(job.workers)
+            longest = max(longest, job.start_offset_s + 5 * ideal * job.iterations)
+        return longest + 30.0
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self.workers]
+
+    def stop(self) -> None:
+        """Idempotent: TERM, short grace, then KILL every worker still alive."""
+        alive = [w for w in self.workers if w.proc.poll() is None]
+        for w in alive:
+            _signal(w.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 2.0
+        for w in alive:
+            try:
+                w.proc.wait(max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal(w.proc.pid, signal.SIGKILL)
+                w.proc.wait(2)
+        for w in self.workers:
+            for stream in (w.proc.stdin, w.proc.stdout):
+                if stream:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _project_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

@@ -1,0 +1,98 @@
+"""Build the emulated network in Mininet from the plan, and always take it down again.
+
+Mininet gives us the namespaces (one shell per node, started with mnexec) and the veth pairs;
+we configure addresses, routes and queues ourselves with argv commands, because Mininet's
+TCLink puts `max_queue_size` into netem, which this kernel may lack. Host namespaces are
+unnamed (Mininet's), so they vanish with their shell: stopping the shells is the teardown."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.node import Host, Node
+
+from mn_harness.config import Experiment
+from mn_harness.dataplane.base import Dataplane
+from mn_harness.network.commands import run_in
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.shaping import limit_offloads, shape_egress
+
+
+class EmulatedNetwork:
+    def __init__(self, experiment: Experiment, plan: NetworkPlan, dataplane: Dataplane,
+                 on_change: Callable[[], None] = lambda: None):
+        self.experiment = experiment
+        self.plan = plan
+        self.dataplane = dataplane
+        self.net: Mininet | None = None
+        self.nodes: dict[str, Node] = {}
+        self._on_change = on_change  # lets the runner persist pids for `mn-harness clean`
+
+    def build(self) -> None:
+        exp, plan = self.experiment, self.plan
+        self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
+                           autoStaticArp=False, waitConnected=False)
+        for host in exp.hosts:
+            self.nodes[host] = self.net.addHost(host, cls=Host, ip=None)
+            self._on_change()
+        for switch in exp.switches:
+            self.nodes[switch.name] = self.dataplane.add_switch(self.net, switch, plan)
+            self._on_change()
+        for link in exp.links:
+            a = next(x for x in plan.interfaces[link.a] if x.link is link)
+            b = next(x for x in plan.interfaces[link.b] if x.link is link)
+            self.net.addLink(self.nodes[link.a], self.nodes[link.b], port1=a.port, port2=b.port,
+                             intfName1=a.name, intfName2=b.name, addr1=a.mac, addr2=b.mac, cls=Link)
+        for node_name in plan.interfaces:
+            node = self.nodes[node_name]
+            if node.inNamespace:
+                for intf in plan.interfaces[node_name]:
+                    limit_offloads(node.pid, intf.name, exp.run.gso_max_segs)
+        for host in exp.hosts:
+            self._configure_host(host)
+        self.dataplane.configure(self.net, plan)
+
+    def _configure_host(self, host: str) -> None:
+        node = self.nodes[host]
+        intf = self.plan.gateway(host)
+        pid = node.pid
+        run_in(pid, ["ip", "link", "set", "lo", "up"])
+        run_in(pid, ["ip", "addr", "flush", "dev", intf.name])
+        run_in(pid, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}", "dev", intf.name])
+        run_in(pid, ["ip", "link", "set", intf.name, "up"])
+        run_in(pid, ["ip", "route", "replace", "default", "via", intf.peer_ip, "dev", intf.name])
+        if self.dataplane.host_neighbours_static():
+            run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
+                         "dev", intf.name, "nud", "permanent"])
+        ssai = "1" if self.experiment.run.slow_start_after_idle else "0"
+        run_in(pid, ["sysctl", "-q", "-w", f"net.ipv4.tcp_slow_start_after_idle={ssai}"])
+        run_in(pid, ["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"])
+        shape_egress(pid, intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s,
+                     where=f"link {intf.link.name}")
+
+    def node_pids(self) -> dict[str, int]:
+        return {name: node.pid for name, node in self.nodes.items() if getattr(node, "pid", None)}
+
+    def stop(self) -> None:
+        """Idempotent: stops the data plane, then every node shell (which ends its namespace)."""
+        if self.net is None:
+            return
+        try:
+            self.dataplane.stop()
+        finally:
+            net, self.net = self.net, None
+            try:
+                net.stop()
+            finally:
+                # belt and braces: a shell that survived net.stop() would keep a namespace alive
+                for node in self.nodes.values():
+                    shell = getattr(node, "shell", None)
+                    if shell is not None and shell.poll() is None:
+                        try:
+                            os.killpg(shell.pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass

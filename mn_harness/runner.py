@@ -1,0 +1,165 @@
+"""One experiment, end to end: config → network → data plane → congestion control → jobs →
+results. Teardown is in `finally`, so Ctrl-C, SIGTERM, an exception or a dead worker all leave
+nothing behind, and whatever the workers flushed is written out as results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from mn_harness.cc.manager import CongestionControlManager
+from mn_harness.cc.spec import CCSpec
+from mn_harness.config import Experiment
+from mn_harness.dataplane import select_dataplane
+from mn_harness.jobs.launcher import JobLauncher
+from mn_harness.network.emulated import EmulatedNetwork
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.results import collect
+from mn_harness.state import RunState
+
+CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM/SIGHUP are turned into this so `finally` blocks tear down as on Ctrl-C."""
+
+
+@contextmanager
+def terminate_as_interrupt():
+    def handler(signum, frame):
+        raise Interrupted(f"signal {signum}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def override_cc(experiment: Experiment, cc: CCSpec | None) -> Experiment:
+    if cc is None:
+        return experiment
+    return experiment.with_jobs(replace(job, cc=cc) for job in experiment.jobs)
+
+
+def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
+    root = Path(out_root or experiment.run.output_dir)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = root / f"{experiment.name}-{stamp}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = root / f"{experiment.name}-{stamp}-{suffix}"
+    (path / "raw").mkdir(parents=True)
+    return path
+
+
+def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
+                   log=print, after_run=None) -> Path:
+    """Runs the experiment and returns its results folder. Raises on failure, after teardown
+    and after writing whatever results exist (summary.json records the status)."""
+    results_dir = make_results_dir(experiment, out_root)
+    (results_dir / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
+    plan = NetworkPlan(experiment)
+    dataplane = select_dataplane(experiment.run.dataplane, log=log)
+    state = RunState(f"{os.getpid()}-{results_dir.name}", results_dir)
+    ccm = CongestionControlManager(CC_CACHE, log=log)
+    network = EmulatedNetwork(experiment, plan, dataplane)
+    launcher: JobLauncher | None = None
+    status = "failed"
+    cc_names: dict[str, str] = {}
+    extra: dict = {"dataplane": dataplane.name,
+                   "slow_start_after_idle": experiment.run.slow_start_after_idle}
+
+    def record_processes() -> None:
+        procs = [(pid, f"mininet:{name}") for name, pid in network.node_pids().items()]
+        if launcher is not None:
+            procs += [(pid, "traffic.worker") for pid in launcher.pids()]
+        state.set_processes(procs)
+        state.set("dataplane", dataplane.state())
+
+    network._on_change = record_processes
+    started = time.monotonic()
+    try:
+        with terminate_as_interrupt():
+            ccm.prepare({job.cc for job in experiment.jobs})
+            state.set("bpf_cc", ccm.registered_names())
+            cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
+            log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
+                f"{len(experiment.links)} links ({dataplane.name} data plane)")
+            network.build()
+            record_processes()
+            extra["setup_s"] = round(time.monotonic() - started, 3)
+            launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
+                                   on_change=record_processes)
+            launcher.start()
+            launcher.release()
+            dataplane.start_telemetry(results_dir)
+            log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
+                                      f"{j.iterations} iterations)" for j in experiment.jobs))
+            launcher.wait(experiment.run.timeout_s or launcher.default_timeout())
+            status = "completed"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except Exception as exc:
+        status = f"failed: {exc}"
+        raise
+    finally:
+        try:
+            if launcher is not None:
+                launcher.stop()
+            extra.update(dataplane.stop_telemetry())
+            if network.net is not None:
+                extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan), {})
+        finally:
+            try:
+                network.stop()
+            finally:
+                try:
+                    extra["cc_telemetry_rows"] = _save_cc_telemetry(ccm, results_dir)
+                    ccm.close()
+                finally:
+                    state.remove()
+                    _write_results(experiment, plan, results_dir, cc_names, status, extra)
+                    if after_run is not None:
+                        after_run(results_dir)
+    return results_dir
+
+
+def _best_effort(fn, default):
+    """Statistics gathered during teardown must never stop the teardown."""
+    try:
+        return fn()
+    except Exception as exc:
+        return {"error": str(exc)} if isinstance(default, dict) else default
+
+
+def _save_cc_telemetry(ccm: CongestionControlManager, results_dir: Path) -> int:
+    try:
+        rows = ccm.read_telemetry()
+    except Exception:  # telemetry is best effort; the teardown must go on
+        return 0
+    if rows:
+        columns = sorted({k for r in rows for k in r})
+        collect.write_csv(results_dir / "cc_telemetry.csv", columns, rows)
+    return len(rows)
+
+
+def _write_results(experiment, plan, results_dir: Path, cc_names, status: str, extra: dict) -> None:
+    raw = results_dir / "raw"
+    rows = collect.iteration_rows(raw)
+    collect.write_csv(results_dir / "iterations.csv", collect.ITERATION_COLUMNS, rows)
+    collect.write_csv(results_dir / "throughput.csv", collect.THROUGHPUT_COLUMNS, collect.throughput_rows(raw))
+    summary = collect.summarise(experiment, plan, rows, cc_names)
+    summary.update(status=status, **extra)
+    (results_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
