@@ -82,7 +82,8 @@ def test_job_iteration_spans_ranks():
     rows = [row("A", 0, 0, 0.0, 0.6, 0.9), row("A", 1, 0, 0.05, 0.65, 1.0)]
     (it,) = job_iterations(rows)["A"]
     assert (it.t_start, it.t_comm_start, it.t_comm_end) == (0.0, 0.6, 1.0)
-    assert it.iter_time == pytest.approx(1.0)
+    # slowest rank: rank 0 took 0.9 s, rank 1 0.95 s (not the 1.0 s span of the job)
+    assert it.iter_time == pytest.approx(0.95)
     assert it.complete
 
 
@@ -322,3 +323,11 @@ def test_no_throughput_no_jain():
     assert m.links["s1-s2"].jain_mean is None
     assert m.links["s1-s2"].windows == 0
     assert any("Jain" in n for n in m.notes)
+
+
+def test_missing_rows_counted_against_planned_iterations():
+    # the runner's "iterations" is the complete count (2); "iterations_planned" is 5
+    info = JobInfo("A", ["h0", "h1"], 2, None, None, None, None, iterations_planned=5)
+    rows = [r for r in periodic("A", 4, ranks=2) if not (r.rank == 1 and r.iteration >= 2)]
+    m = compute_metrics(Summary("t", {}, {"A": info}, {}, {}), rows)
+    assert m.jobs["A"].missing_rows == 5 * 2 - 6

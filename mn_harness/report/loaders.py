@@ -73,7 +73,10 @@ class QueueRow:
 
 @dataclass(frozen=True)
 class JobInfo:
-    """The runner's description of one job (summary.json `jobs[name]`)."""
+    """The runner's description of one job (summary.json `jobs[name]`).
+
+    `iterations` is what the runner counted as complete; `iterations_planned` the configured
+    count, which is what missing rows are counted against when present."""
 
     name: str
     workers: list[str]
@@ -83,6 +86,7 @@ class JobInfo:
     ideal_iter_s: float | None
     bottleneck_bps: float | None
     isolated_iter_s: float | None = None
+    iterations_planned: int | None = None
 
     @property
     def baseline_iter_s(self) -> float | None:
@@ -167,6 +171,7 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
             ideal_iter_s=_opt_float(info.get("ideal_iter_s")),
             bottleneck_bps=_opt_float(info.get("bottleneck_bps")),
             isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
+            iterations_planned=_opt_int(info.get("iterations_planned")),
         )
     link_jobs = {str(k): [str(j) for j in v] for k, v in (raw.get("link_jobs") or {}).items()}
     return Summary(
@@ -245,9 +250,7 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
     out: list[QueueRow] = []
     for r in raw:
         try:
-            job_bytes = {
-                k[len("bytes_") :]: float(v) for k, v in r.items() if k.startswith("bytes_") and v
-            }
+            job_bytes = {k[len("bytes_") :]: float(v) for k, v in r.items() if k.startswith("bytes_") and v}
             out.append(
                 QueueRow(
                     t=float(r["t"]),

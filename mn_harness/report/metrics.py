@@ -5,10 +5,11 @@ and what that does to mean and tail iteration time. These are pure functions ove
 dataclasses (no I/O) so every definition can be unit-tested on hand-built timelines. The
 definitions (also in docs/results.md):
 
-* **Job iteration** i of job J: the ranks of a synchronous ring all-reduce job finish an
-  iteration together, so the job-level iteration spans from the first rank's start to the last
-  rank's end of communication: ``iter_time = max_r t_comm_end - min_r t_start``; its
-  communication interval is ``[min_r t_comm_start, max_r t_comm_end]``. An iteration is
+* **Job iteration** i of job J: a synchronous ring all-reduce job advances at its slowest
+  worker, so ``iter_time = max over ranks r of (t_comm_end_r - t_start_r)`` (the same definition
+  as the runner's summary, mn_harness/results/collect.py, so the two never disagree); its
+  communication interval is ``[min_r t_comm_start, max_r t_comm_end]`` and its span (used as a
+  fairness window) ``[min_r t_start, max_r t_comm_end]``. An iteration is
   *complete* when every expected rank has a row; only complete iterations enter the job's
   statistics (a partial one would understate the time), but partial ones still count as the job
   communicating when other jobs' overlap is measured (best available evidence).
@@ -134,10 +135,7 @@ class JobIteration:
     t_comm_end: float
     ranks: int
     complete: bool
-
-    @property
-    def iter_time(self) -> float:
-        return self.t_comm_end - self.t_start
+    iter_time: float
 
     @property
     def comm_time(self) -> float:
@@ -171,15 +169,14 @@ def job_iterations(
                 t_comm_end=max(r.t_comm_end for r in ranks.values()),
                 ranks=len(ranks),
                 complete=len(ranks) >= need,
+                iter_time=max(r.t_comm_end - r.t_start for r in ranks.values()),
             )
             for it, ranks in sorted(iters.items())
         ]
     return out
 
 
-def count_missing_rows(
-    rows: Iterable[IterationRow], job: str, n_ranks: int, n_iterations: int
-) -> int:
+def count_missing_rows(rows: Iterable[IterationRow], job: str, n_ranks: int, n_iterations: int) -> int:
     """(rank, iteration) pairs of `job` in range(n_ranks) × range(n_iterations) with no row."""
     present = {
         (r.rank, r.iteration)
@@ -271,10 +268,7 @@ def job_throughput(rows: Iterable[ThroughputRow]) -> dict[str, list[tuple[float,
             acc[r.job][key] = [key * r.bin_s, r.bin_s, r.bytes]
         else:
             slot[2] += r.bytes
-    return {
-        job: [(t, b, int(n)) for t, b, n in (bins[k] for k in sorted(bins))]
-        for job, bins in acc.items()
-    }
+    return {job: [(t, b, int(n)) for t, b, n in (bins[k] for k in sorted(bins))] for job, bins in acc.items()}
 
 
 def bytes_in_window(series: Sequence[tuple[float, float, int]], w0: float, w1: float) -> int:
@@ -384,9 +378,10 @@ def compute_metrics(
         n_ranks = len(info.workers) if info and info.workers else None
         if n_ranks is None:
             n_ranks = len({r.rank for r in iterations if r.job == job})
-        n_iter = info.iterations if info and info.iterations else None
+        seen_iter = max((i.iteration for i in all_iters), default=-1) + 1
+        n_iter = info.iterations_planned if info and info.iterations_planned else None
         if n_iter is None:
-            n_iter = max((i.iteration for i in all_iters), default=-1) + 1
+            n_iter = max(seen_iter, (info.iterations or 0) if info else 0)
         missing = count_missing_rows(iterations, job, n_ranks, n_iter)
         missing_total += missing
         if missing:

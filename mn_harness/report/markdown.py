@@ -1,0 +1,196 @@
+"""One shareable report per run: metrics into summary.json, plots, and report.md.
+
+A run folder should be something a person can hand over as-is: `report.md` embeds the plots by
+relative path and carries the tables, so the folder renders on any Markdown viewer (GitHub,
+an editor) with no tool installed. The same numbers go into `summary.json` under "metrics" for
+scripts and for `mn-harness compare`, and `format_table` prints them in a terminal at the end of
+a run. `write_report` is the single entry point the CLI calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from mn_harness.report.loaders import RunData, load_run
+from mn_harness.report.metrics import (
+    DEFAULT_CONVERGENCE_THRESHOLD,
+    JobMetrics,
+    RunMetrics,
+    compute_metrics,
+)
+
+PLOTS_DIR = "plots"
+PLOT_CAPTIONS = {
+    "throughput": "Per-job throughput over time (sum over ranks' sending sockets) and communication phases",
+    "iteration_times": "Iteration time per iteration (dotted: baseline)",
+    "iteration_cdf": "CDF of iteration times",
+    "queue": "Egress queue depth over time",
+}
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def convergence_text(jm: JobMetrics) -> str:
+    """Iteration number; "n/a" without a rival to interleave with; "never" otherwise."""
+    if jm.convergence_iteration is not None:
+        return str(jm.convergence_iteration)
+    return "n/a" if not jm.rivals or jm.contended_iterations == 0 else "never"
+
+
+JOB_HEADERS = [
+    "job",
+    "cc",
+    "iters",
+    "missing",
+    "mean ms",
+    "p50 ms",
+    "p99 ms",
+    "baseline ms",
+    "slowdown",
+    "p99 slowdown",
+    "overlap",
+    "converged at",
+]
+LINK_HEADERS = ["link", "jobs", "windows", "Jain mean", "Jain min", "overlap"]
+
+
+def job_rows(metrics: RunMetrics) -> list[list[str]]:
+    return [
+        [
+            jm.job,
+            jm.cc or "-",
+            str(jm.n_iterations),
+            str(jm.missing_rows),
+            _ms(jm.mean_iter_s),
+            _ms(jm.p50_iter_s),
+            _ms(jm.p99_iter_s),
+            _ms(jm.baseline_iter_s) + (f" ({jm.baseline})" if jm.baseline else ""),
+            _num(jm.slowdown_mean),
+            _num(jm.slowdown_p99),
+            _pct(jm.overlap_mean),
+            convergence_text(jm),
+        ]
+        for jm in metrics.jobs.values()
+    ]
+
+
+def link_rows(metrics: RunMetrics) -> list[list[str]]:
+    return [
+        [
+            lm.link,
+            ",".join(lm.jobs),
+            str(lm.windows),
+            _num(lm.jain_mean, 3),
+            _num(lm.jain_min, 3),
+            _pct(lm.overlap_mean),
+        ]
+        for lm in metrics.links.values()
+    ]
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def esc(cell: str) -> str:
+        return cell.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(esc(h) for h in headers) + " |"]
+    lines.append("|" + "|".join("---" for _ in headers) + "|")
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def format_table(metrics: RunMetrics) -> str:
+    """Plain-text tables of a run's metrics for the terminal."""
+    parts = [text_table(JOB_HEADERS, job_rows(metrics))]
+    if metrics.links:
+        parts.append(text_table(LINK_HEADERS, link_rows(metrics)))
+    if metrics.notes:
+        parts.append("\n".join(f"note: {n}" for n in metrics.notes))
+    return "\n\n".join(parts)
+
+
+def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> str:
+    """report.md text; plot paths are written relative to the results folder."""
+    s = run.summary
+    lines = [f"# Run report: {s.experiment or run.results_dir.name}", ""]
+    lines.append(f"Results folder: `{run.results_dir.name}`")
+    if s.cc:
+        lines.append("")
+        lines.append("Congestion control: " + ", ".join(f"{j} = `{c}`" for j, c in s.cc.items()))
+    lines += ["", "## Jobs", "", markdown_table(JOB_HEADERS, job_rows(metrics)), ""]
+    lines.append(
+        f"Iteration time = the slowest rank's t_comm_end − t_start (complete iterations "
+        f"only); percentiles by linear interpolation; overlap = mean over contended "
+        f"iterations of the fraction of the job's communication time during which a job sharing "
+        f"a link also communicated; converged at = first iteration from which overlap stays "
+        f"≤ {metrics.convergence_threshold:.0%}."
+    )
+    if metrics.links:
+        lines += ["", "## Shared links", "", markdown_table(LINK_HEADERS, link_rows(metrics)), ""]
+        lines.append(
+            "Jain fairness of each job's bytes (all ranks) over each iteration of the link's "
+            "reference job (longest median iteration), in windows where all the link's jobs ran."
+        )
+    if metrics.notes:
+        lines += ["", "## Data problems", ""]
+        lines += [f"- {n}" for n in metrics.notes]
+    if plots:
+        lines += ["", "## Plots"]
+        for name, path in plots.items():
+            rel = path.relative_to(run.results_dir).as_posix()
+            caption = PLOT_CAPTIONS.get(name, name)
+            lines += ["", f"### {caption}", "", f"![{caption}]({rel})"]
+    return "\n".join(lines) + "\n"
+
+
+def update_summary(results_dir: Path, metrics: RunMetrics) -> Path:
+    """Add/replace the "metrics" key of summary.json, keeping every other key; atomic."""
+    path = results_dir / "summary.json"
+    data = json.loads(path.read_text())
+    data["metrics"] = metrics.to_dict()
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def write_report(
+    results_dir: Path | str,
+    plots: bool = True,
+    threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+) -> Path:
+    """Compute metrics, store them in summary.json, write plots/*.png and report.md.
+
+    Returns the path of report.md. `plots=False` is the CLI's --no-plots."""
+    root = Path(results_dir)
+    run = load_run(root)
+    metrics = compute_metrics(run.summary, run.iterations, run.throughput, threshold, run.malformed_rows)
+    update_summary(root, metrics)
+    written: dict[str, Path] = {}
+    if plots:
+        from mn_harness.report.plots import write_plots  # matplotlib only when plotting
+
+        written = write_plots(run, metrics, root / PLOTS_DIR)
+    report = root / "report.md"
+    report.write_text(render_report(run, metrics, written))
+    return report

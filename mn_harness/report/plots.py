@@ -1,0 +1,246 @@
+"""PNG plots of one run, in the forms a congestion-control-for-ML paper shows.
+
+The throughput timeline is the central picture: with an unmodified CC two compatible jobs' phases
+sit on top of each other, with MLTCP they drift apart until they alternate — visible at a glance
+and nowhere in a mean. Under it a phase chart draws each job's communication intervals, so the
+interleaving can be read even when throughput curves are noisy.
+
+Every plot colours a job the same way (`job_colors`: tab10 by job order, the order of the
+summary's `jobs`), so figures of one run and of a comparison can be read side by side. The Agg
+backend is forced: runs happen on headless machines and inside network namespaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+
+from mn_harness.report.loaders import QueueRow, RunData  # noqa: E402
+from mn_harness.report.metrics import (  # noqa: E402
+    JobIteration,
+    RunMetrics,
+    job_iterations,
+    job_throughput,
+)
+
+PALETTE = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+]
+
+PLOT_FILES = {
+    "throughput": "throughput.png",
+    "iteration_times": "iteration_times.png",
+    "iteration_cdf": "iteration_cdf.png",
+    "queue": "queue.png",
+}
+
+
+def job_colors(jobs: Sequence[str]) -> dict[str, str]:
+    """Stable job -> colour mapping: the i-th job gets the i-th tab10 colour (cycling)."""
+    return {job: PALETTE[i % len(PALETTE)] for i, job in enumerate(jobs)}
+
+
+def rate_unit(max_bps: float) -> tuple[str, float]:
+    """("Gbit/s", 1e9) for fast links, ("Mbit/s", 1e6) below 1 Gbit/s (emulated links)."""
+    return ("Gbit/s", 1e9) if max_bps >= 1e9 else ("Mbit/s", 1e6)
+
+
+def throughput_series(
+    run: RunData,
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per job: bin start times (s) and rate (bit/s) summed over ranks; empty bins filled 0."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for job, bins in job_throughput(run.throughput).items():
+        if not bins:
+            continue
+        width = bins[0][1]
+        by_idx = {round(t / width): n for t, _, n in bins}
+        lo, hi = min(by_idx), max(by_idx)
+        ts = [k * width for k in range(lo, hi + 1)]
+        rates = [by_idx.get(k, 0) * 8 / width for k in range(lo, hi + 1)]
+        out[job] = (ts, rates)
+    return out
+
+
+def bottleneck_bps(run: RunData) -> float | None:
+    values = [j.bottleneck_bps for j in run.summary.jobs.values() if j.bottleneck_bps]
+    return min(values) if values else None
+
+
+def draw_throughput(
+    ax: Axes,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    colors: Mapping[str, str],
+    capacity_bps: float | None = None,
+) -> None:
+    """Per-job rate over time on one axes, with the bottleneck capacity as a dashed line."""
+    peak = max([max(r, default=0.0) for _, r in series.values()] + [capacity_bps or 0.0])
+    unit, scale = rate_unit(peak)
+    for job, (ts, rates) in series.items():
+        ys = [r / scale for r in rates]
+        ax.step(ts, ys, where="post", color=colors.get(job), label=job, linewidth=0.9)
+        ax.fill_between(ts, ys, step="post", color=colors.get(job), alpha=0.25)
+    if capacity_bps:
+        ax.axhline(capacity_bps / scale, color="black", linestyle="--", linewidth=0.8, label="bottleneck")
+    ax.set_ylabel(f"throughput ({unit})")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+
+
+def draw_phases(
+    ax: Axes,
+    iters: Mapping[str, Sequence[JobIteration]],
+    order: Sequence[str],
+    colors: Mapping[str, str],
+) -> None:
+    """One row per job, a bar for each communication interval (partial iterations hatched)."""
+    for row, job in enumerate(order):
+        its = iters.get(job, ())
+        full = [(i.t_comm_start, i.comm_time) for i in its if i.complete]
+        part = [(i.t_comm_start, i.comm_time) for i in its if not i.complete]
+        ax.broken_barh(full, (row - 0.4, 0.8), facecolors=colors.get(job))
+        if part:
+            ax.broken_barh(part, (row - 0.4, 0.8), facecolors="none", edgecolors=colors.get(job), hatch="//")
+    ax.set_yticks(range(len(order)), list(order))
+    ax.set_ylim(-0.6, len(order) - 0.4)
+    ax.set_xlabel("time since experiment start (s)")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path | None:
+    order = run.job_order()
+    series = throughput_series(run)
+    iters = job_iterations(
+        run.iterations,
+        {j: len(i.workers) for j, i in run.summary.jobs.items() if i.workers},
+    )
+    if not series and not iters:
+        return None
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 5.5), gridspec_kw={"height_ratios": [3, 1]})
+    if series:
+        draw_throughput(top, {j: series[j] for j in order if j in series}, colors, bottleneck_bps(run))
+        top.legend(loc="upper right", fontsize="small")
+    else:
+        top.text(0.5, 0.5, "no throughput.csv rows", ha="center", transform=top.transAxes)
+    top.set_title(f"{run.summary.experiment}: per-job throughput (sum over ranks' sockets)")
+    draw_phases(bottom, iters, order, colors)
+    bottom.set_title("communication phases", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
+    fig, ax = plt.subplots(figsize=(9, 4))
+    drawn = False
+    for job, jm in metrics.jobs.items():
+        pts = [(p["iteration"], p["iter_time"] * 1e3) for p in jm.per_iteration]
+        if not pts:
+            continue
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            markersize=3,
+            color=colors.get(job),
+            label=job,
+        )
+        if jm.baseline_iter_s:
+            ax.axhline(
+                jm.baseline_iter_s * 1e3,
+                color=colors.get(job),
+                linestyle=":",
+                linewidth=1,
+                label=f"{job} {jm.baseline}",
+            )
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("iteration time (ms)")
+    ax.set_title(f"{run.summary.experiment}: iteration time per iteration")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    drawn = False
+    for job, jm in metrics.jobs.items():
+        xs = sorted(p["iter_time"] * 1e3 for p in jm.per_iteration)
+        if not xs:
+            continue
+        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+        ax.step(xs, ys, where="post", color=colors.get(job), label=job)
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("iteration time (ms)")
+    ax.set_ylabel("fraction of iterations ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"{run.summary.experiment}: CDF of iteration times")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "") -> Path | None:
+    """Queue depth (packets) over time, one line per switch:port."""
+    if not rows:
+        return None
+    by_port: dict[str, list[QueueRow]] = {}
+    for r in rows:
+        by_port.setdefault(f"{r.switch}:{r.port}", []).append(r)
+    fig, ax = plt.subplots(figsize=(11, 3.5))
+    for name, pts in by_port.items():
+        pts.sort(key=lambda r: r.t)
+        ax.plot([r.t for r in pts], [r.depth for r in pts], linewidth=0.8, label=name)
+    ax.set_xlabel("time since experiment start (s)")
+    ax.set_ylabel("queue depth (packets)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{title}: egress queue depth" if title else "egress queue depth")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_plots(run: RunData, metrics: RunMetrics, out_dir: Path) -> dict[str, Path]:
+    """Write every plot the data allows into out_dir; returns {plot name: path}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    colors = job_colors(run.job_order())
+    made: dict[str, Path | None] = {
+        "throughput": plot_throughput(run, out_dir / PLOT_FILES["throughput"], colors),
+        "iteration_times": plot_iteration_times(run, metrics, out_dir / PLOT_FILES["iteration_times"], colors),
+        "iteration_cdf": plot_iteration_cdf(run, metrics, out_dir / PLOT_FILES["iteration_cdf"], colors),
+        "queue": plot_queue(run.queue or [], out_dir / PLOT_FILES["queue"], run.summary.experiment),
+    }
+    return {name: p for name, p in made.items() if p is not None}
