@@ -286,9 +286,7 @@ def test_jain_per_iteration_window():
     # A has 3 iterations [0,1], [1,2], [2,3]; B only the first two; equal medians -> A is the
     # reference (job order). Window 0: A 500 B 300 bytes; window 1: 500/500; window 2 lies
     # outside B's active span and is dropped.
-    rows = periodic("A", 3, compute=0.5, comm=0.5) + periodic(
-        "B", 2, ranks=2, compute=0.5, comm=0.5
-    )
+    rows = periodic("A", 3, compute=0.5, comm=0.5) + periodic("B", 2, ranks=2, compute=0.5, comm=0.5)
     thr = [tp("A", 0, 0.5 + 0.1 * k, 100) for k in range(5)]
     thr += [tp("A", 0, 1.5 + 0.1 * k, 100) for k in range(5)]
     thr += [tp("A", 0, 2.5, 999)]
@@ -313,9 +311,7 @@ def test_jain_reference_is_longest_job():
     link = m.links["s1-s2"]
     assert link.reference_job == "B"
     # window 0: A 200, B 100; window 1: A 100, B 400
-    assert link.jain == pytest.approx(
-        [300**2 / (2 * (200**2 + 100**2)), 500**2 / (2 * (100**2 + 400**2))]
-    )
+    assert link.jain == pytest.approx([300**2 / (2 * (200**2 + 100**2)), 500**2 / (2 * (100**2 + 400**2))])
 
 
 def test_no_throughput_no_jain():
@@ -331,3 +327,9 @@ def test_missing_rows_counted_against_planned_iterations():
     rows = [r for r in periodic("A", 4, ranks=2) if not (r.rank == 1 and r.iteration >= 2)]
     m = compute_metrics(Summary("t", {}, {"A": info}, {}, {}), rows)
     assert m.jobs["A"].missing_rows == 5 * 2 - 6
+
+
+def test_bins_half_a_bin_off_the_grid_stay_apart():
+    # rank bins at 0.005, 0.015, 0.025 s: t / bin_s = 0.5, 1.5, 2.5 must stay three bins
+    rows = [tp("A", 0, 0.005 + 0.01 * k, 10 + k, bin_s=0.01) for k in range(3)]
+    assert [b[2] for b in job_throughput(rows)["A"]] == [10, 11, 12]

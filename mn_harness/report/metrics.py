@@ -254,18 +254,24 @@ def convergence_iteration(
 # --------------------------------------------------------------------------- throughput
 
 
+def bin_index(t: float, bin_s: float) -> int:
+    """Index of the bin holding t on the grid k * bin_s (the worker's bins start at T0 + k *
+    bin_s); the epsilon absorbs float noise such as 0.30000000000000004 / 0.1."""
+    return math.floor(t / bin_s + 1e-6)
+
+
 def job_throughput(rows: Iterable[ThroughputRow]) -> dict[str, list[tuple[float, float, int]]]:
     """Per job: sorted (t, bin_s, bytes) with the ranks' bins at the same t summed.
 
-    Bins are matched on round(t / bin_s) so float noise in t does not split a bin."""
+    Bins are matched on `bin_index` so float noise in t does not split a bin."""
     acc: dict[str, dict[int, list[float]]] = defaultdict(dict)
     for r in rows:
         if r.bin_s <= 0:
             continue
-        key = round(r.t / r.bin_s)
+        key = bin_index(r.t, r.bin_s)
         slot = acc[r.job].get(key)
         if slot is None:
-            acc[r.job][key] = [key * r.bin_s, r.bin_s, r.bytes]
+            acc[r.job][key] = [r.t, r.bin_s, r.bytes]
         else:
             slot[2] += r.bytes
     return {job: [(t, b, int(n)) for t, b, n in (bins[k] for k in sorted(bins))] for job, bins in acc.items()}

@@ -26,6 +26,7 @@ from mn_harness.report.loaders import QueueRow, RunData  # noqa: E402
 from mn_harness.report.metrics import (  # noqa: E402
     JobIteration,
     RunMetrics,
+    bin_index,
     job_iterations,
     job_throughput,
 )
@@ -70,7 +71,7 @@ def throughput_series(
         if not bins:
             continue
         width = bins[0][1]
-        by_idx = {round(t / width): n for t, _, n in bins}
+        by_idx = {bin_index(t, width): n for t, _, n in bins}
         lo, hi = min(by_idx), max(by_idx)
         ts = [k * width for k in range(lo, hi + 1)]
         rates = [by_idx.get(k, 0) * 8 / width for k in range(lo, hi + 1)]
