@@ -218,9 +218,7 @@ def test_compare_aggregates_with_ci(tmp_path):
         assert f"({png})" in text
     with (tmp_path / "cmp" / "compare.csv").open() as fh:
         table = list(csv.DictReader(fh))
-    hit = [
-        r for r in table if (r["label"], r["scope"], r["metric"]) == ("reno", "A", "mean_iter_s")
-    ]
+    hit = [r for r in table if (r["label"], r["scope"], r["metric"]) == ("reno", "A", "mean_iter_s")]
     assert len(hit) == 1
     assert float(hit[0]["ci95_high"]) == pytest.approx(1.2 + 4.303 * 0.2 / math.sqrt(3))
     assert json.loads(hit[0]["values"]) == pytest.approx([1.0, 1.2, 1.4])
@@ -280,3 +278,15 @@ def test_apply_path():
         apply_path(cfg, "jobs[3].offset", "5ms", create=True)
     both = apply_variant(cfg, [("cc", "cubic"), ("jobs[0].compute", "1s")])
     assert (both["cc"], both["jobs"][0]["compute"]) == ("cubic", "1s")
+
+
+def test_write_report_on_a_run_that_produced_nothing(tmp_path):
+    root = write_folder(tmp_path / "run", queue=False)
+    (root / "iterations.csv").write_text(ITER_HEADER + "\n")
+    (root / "throughput.csv").write_text("job,rank,t,bin_s,bytes\n")
+    text = write_report(root).read_text()
+    metrics = json.loads((root / "summary.json").read_text())["metrics"]
+    # 4 planned iterations x (2 + 1) ranks, none written
+    assert metrics["missing_rows_total"] == 12
+    assert metrics["jobs"]["A"]["mean_iter_s"] is None
+    assert ".png" not in text
