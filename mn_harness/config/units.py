@@ -13,7 +13,7 @@ from mn_harness.config.errors import ConfigError
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 
 _BW_UNITS = {
-    "bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6,
+    "": 1, "bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6,
     "gbit": 1e9, "gbps": 1e9,
 }
 _SIZE_UNITS = {

@@ -1,0 +1,22 @@
+# The README's two commands: `sudo make demo` (the default experiment) and `sudo make test`.
+# Both run scripts/setup.sh first, which installs whatever is missing on a fresh machine.
+VENV := .venv
+EXPERIMENT ?= topologies/dumbbell-2jobs.yaml
+PYTEST_ARGS ?= -ra
+
+.PHONY: setup demo test lint clean-runs
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(VENV)/bin/mn-harness run $(EXPERIMENT)
+
+test: setup
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check mn_harness traffic tests bench
+
+clean-runs: setup
+	$(VENV)/bin/mn-harness clean
