@@ -7,7 +7,6 @@ partial results are still written). Tracebacks are for bugs only."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -41,22 +40,11 @@ def _load(path: str, args) -> Experiment:
 
 
 def _report(results_dir: Path, plots: bool) -> None:
-    from mn_harness.results.collect import format_table
+    from mn_harness.report.markdown import format_table, report_run
 
-    summary = json.loads((results_dir / "summary.json").read_text())
-    if plots:
-        try:
-            from mn_harness.report.markdown import write_report
-        except ImportError:
-            write_report = None
-        if write_report is not None:
-            write_report(results_dir)
-            summary = json.loads((results_dir / "summary.json").read_text())
-    try:
-        from mn_harness.report.markdown import format_table as rich_table
-        print(rich_table(summary))
-    except (ImportError, Exception):
-        print(format_table(summary))
+    report, metrics = report_run(results_dir, plots=plots)
+    print(format_table(metrics))
+    print(f"report: {report}")
 
 
 def cmd_validate(args) -> int:

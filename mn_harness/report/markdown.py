@@ -182,6 +182,15 @@ def write_report(
     """Compute metrics, store them in summary.json, write plots/*.png and report.md.
 
     Returns the path of report.md. `plots=False` is the CLI's --no-plots."""
+    return report_run(results_dir, plots, threshold)[0]
+
+
+def report_run(
+    results_dir: Path | str,
+    plots: bool = True,
+    threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+) -> tuple[Path, RunMetrics]:
+    """write_report, also returning the metrics so the CLI can print them without recomputing."""
     root = Path(results_dir)
     run = load_run(root)
     metrics = compute_metrics(run.summary, run.iterations, run.throughput, threshold, run.malformed_rows)
@@ -193,4 +202,4 @@ def write_report(
         written = write_plots(run, metrics, root / PLOTS_DIR)
     report = root / "report.md"
     report.write_text(render_report(run, metrics, written))
-    return report
+    return report, metrics
