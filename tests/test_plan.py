@@ -50,3 +50,11 @@ def test_ring_of_switches_routes_around_the_loop():
     assert plan.job_bottleneck_bps(("a", "b")) == 10e6
     route = next(r for r in plan.routes["s1"] if r.dst_host == "b")
     assert route.next_hop_node == "s2" and route.out.peer_node == "s2"
+
+
+def test_link_ranks_name_the_sockets_crossing_each_direction():
+    plan = NetworkPlan(load_experiment(TOPOLOGIES / "dumbbell-2jobs.yaml"))
+    ranks = plan.link_ranks()
+    assert ranks["s1->s2"] == {"job1": [0], "job2": [0]}  # h1->h3 and h2->h4
+    assert ranks["s2->s1"] == {"job1": [1], "job2": [1]}
+    assert plan.link_bps()["s1->s2"] == 1e9

@@ -155,6 +155,21 @@ class NetworkPlan:
         """Slowest link any ring hop of the job crosses (isolated: no other job)."""
         return min(self.path_rate_bps(a, b) for a, b in self.ring_hops(workers))
 
+    def link_ranks(self) -> dict[str, dict[str, list[int]]]:
+        """Directed link label -> job -> ranks whose sending path (to the ring's next rank)
+        crosses it: the throughput of exactly those sockets is what the link carries."""
+        out: dict[str, dict[str, list[int]]] = {}
+        for job in self.experiment.jobs:
+            for rank, (a, b) in enumerate(self.ring_hops(job.workers)):
+                for hop in self.path(a, b):
+                    ranks = out.setdefault(hop.label, {}).setdefault(job.name, [])
+                    if rank not in ranks:
+                        ranks.append(rank)
+        return out
+
+    def link_bps(self) -> dict[str, float]:
+        return {f"{i.node}->{i.peer_node}": i.link.bw_bps for intfs in self.interfaces.values() for i in intfs}
+
     def link_jobs(self) -> dict[str, list[str]]:
         """Directed link label -> jobs whose ring traffic crosses it (in job order)."""
         shared: dict[str, list[str]] = {}

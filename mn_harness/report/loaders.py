@@ -103,6 +103,23 @@ class Summary:
     jobs: dict[str, JobInfo]
     link_jobs: dict[str, list[str]]
     raw: dict[str, Any]
+    # directed link -> job -> ranks whose sending socket crosses it; empty for old summaries
+    link_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    link_bps: dict[str, float] = field(default_factory=dict)
+
+    def ranks_on(self, link: str) -> dict[str, set[int]] | None:
+        """Ranks per job crossing `link`, or None when unknown (then all ranks count)."""
+        if link not in self.link_ranks:
+            return None
+        return {job: set(ranks) for job, ranks in self.link_ranks[link].items()}
+
+    def busiest_link(self) -> str | None:
+        """The link shared by the most jobs (ties: lowest capacity, then name): the one whose
+        timeline shows interleaving."""
+        if not self.link_jobs:
+            return None
+        return min(self.link_jobs, key=lambda link: (-len(set(self.link_jobs[link])),
+                                                     self.link_bps.get(link, float("inf")), link))
 
     @property
     def job_order(self) -> list[str]:
@@ -180,6 +197,9 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
         jobs=jobs,
         link_jobs=link_jobs,
         raw=raw,
+        link_ranks={str(k): {str(j): [int(r) for r in rs] for j, rs in v.items()}
+                    for k, v in (raw.get("link_ranks") or {}).items()},
+        link_bps={str(k): float(v) for k, v in (raw.get("link_bps") or {}).items()},
     )
 
 

@@ -260,13 +260,18 @@ def bin_index(t: float, bin_s: float) -> int:
     return math.floor(t / bin_s + 1e-6)
 
 
-def job_throughput(rows: Iterable[ThroughputRow]) -> dict[str, list[tuple[float, float, int]]]:
-    """Per job: sorted (t, bin_s, bytes) with the ranks' bins at the same t summed.
+def job_throughput(
+    rows: Iterable[ThroughputRow], ranks: Mapping[str, set[int]] | None = None
+) -> dict[str, list[tuple[float, float, int]]]:
+    """Per job: sorted (t, bin_s, bytes) with the ranks' bins at the same t summed; with
+    `ranks`, only those ranks of each job (the sockets crossing one link).
 
     Bins are matched on `bin_index` so float noise in t does not split a bin."""
     acc: dict[str, dict[int, list[float]]] = defaultdict(dict)
     for r in rows:
         if r.bin_s <= 0:
+            continue
+        if ranks is not None and r.rank not in ranks.get(r.job, ()):
             continue
         key = bin_index(r.t, r.bin_s)
         slot = acc[r.job].get(key)
@@ -440,7 +445,9 @@ def compute_metrics(
         jobs = list(dict.fromkeys(link_jobs))
         if len(jobs) < 2:
             continue
-        reference, jains = _link_fairness(jobs, iters, series)
+        on_link = summary.ranks_on(link)
+        link_series = series if on_link is None else job_throughput(throughput, on_link)
+        reference, jains = _link_fairness(jobs, iters, link_series)
         link_ovs = [
             o.overlap
             for job in jobs

@@ -63,11 +63,13 @@ def rate_unit(max_bps: float) -> tuple[str, float]:
 
 
 def throughput_series(
-    run: RunData,
+    run: RunData, link: str | None = None
 ) -> dict[str, tuple[list[float], list[float]]]:
-    """Per job: bin start times (s) and rate (bit/s) summed over ranks; empty bins filled 0."""
+    """Per job: bin start times (s) and rate (bit/s) summed over the ranks whose sockets cross
+    `link` (all ranks when the summary does not say); empty bins filled 0."""
     out: dict[str, tuple[list[float], list[float]]] = {}
-    for job, bins in job_throughput(run.throughput).items():
+    ranks = run.summary.ranks_on(link) if link else None
+    for job, bins in job_throughput(run.throughput, ranks).items():
         if not bins:
             continue
         width = bins[0][1]
@@ -79,7 +81,9 @@ def throughput_series(
     return out
 
 
-def bottleneck_bps(run: RunData) -> float | None:
+def bottleneck_bps(run: RunData, link: str | None = None) -> float | None:
+    if link and link in run.summary.link_bps:
+        return run.summary.link_bps[link]
     values = [j.bottleneck_bps for j in run.summary.jobs.values() if j.bottleneck_bps]
     return min(values) if values else None
 
@@ -126,7 +130,8 @@ def draw_phases(
 
 def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path | None:
     order = run.job_order()
-    series = throughput_series(run)
+    link = run.summary.busiest_link() if run.summary.link_ranks else None
+    series = throughput_series(run, link)
     iters = job_iterations(
         run.iterations,
         {j: len(i.workers) for j, i in run.summary.jobs.items() if i.workers},
@@ -135,11 +140,12 @@ def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path
         return None
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 5.5), gridspec_kw={"height_ratios": [3, 1]})
     if series:
-        draw_throughput(top, {j: series[j] for j in order if j in series}, colors, bottleneck_bps(run))
+        draw_throughput(top, {j: series[j] for j in order if j in series}, colors, bottleneck_bps(run, link))
         top.legend(loc="upper right", fontsize="small")
     else:
         top.text(0.5, 0.5, "no throughput.csv rows", ha="center", transform=top.transAxes)
-    top.set_title(f"{run.summary.experiment}: per-job throughput (sum over ranks' sockets)")
+    where = f"on link {link}" if link else "(sum over ranks' sockets)"
+    top.set_title(f"{run.summary.experiment}: per-job throughput {where}")
     draw_phases(bottom, iters, order, colors)
     bottom.set_title("communication phases", fontsize="small")
     fig.tight_layout()

@@ -111,6 +111,8 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: list[dict],
         "cc": {name: j["cc"] for name, j in jobs.items()},
         "jobs": jobs,
         "link_jobs": plan.link_jobs(),
+        "link_ranks": plan.link_ranks(),
+        "link_bps": plan.link_bps(),
     }
 
 
