@@ -66,7 +66,13 @@ def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Pat
 def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                    log=print, after_run=None) -> Path:
     """Runs the experiment and returns its results folder. Raises on failure, after teardown
-    and after writing whatever results exist (summary.json records the status)."""
+    and after writing whatever results exist (summary.json records the status).
+
+    With `run.isolated: true`, each job first runs alone on the same network (its own network
+    build, same iterations) and its measured mean iteration time becomes the baseline
+    (`isolated_iter_s` in summary.json) instead of the computed ideal."""
+    if experiment.run.isolated:
+        return _run_with_isolated_baselines(experiment, out_root, log, after_run)
     results_dir = make_results_dir(experiment, out_root)
     (results_dir / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
     plan = NetworkPlan(experiment)
@@ -134,6 +140,29 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                     if after_run is not None:
                         after_run(results_dir)
     return results_dir
+
+
+def _run_with_isolated_baselines(experiment: Experiment, out_root, log, after_run) -> Path:
+    baselines: dict[str, float | None] = {}
+    alone_root = Path(out_root or experiment.run.output_dir) / f"{experiment.name}-isolated"
+    for job in experiment.jobs:
+        log(f"isolated baseline: {job.name} alone")
+        alone = experiment.with_jobs([replace(job, start_offset_s=0.0)]).with_run(isolated=False)
+        alone_dir = run_experiment(alone, out_root=alone_root, log=lambda *_: None)
+        summary = json.loads((alone_dir / "summary.json").read_text())
+        baselines[job.name] = summary["jobs"][job.name]["mean_iter_s"]
+
+    def add_baselines(results_dir: Path) -> None:
+        path = results_dir / "summary.json"
+        summary = json.loads(path.read_text())
+        for name, value in baselines.items():
+            summary["jobs"][name]["isolated_iter_s"] = value
+        summary["isolated_runs"] = str(alone_root)
+        path.write_text(json.dumps(summary, indent=2, default=str))
+        if after_run is not None:
+            after_run(results_dir)
+
+    return run_experiment(experiment.with_run(isolated=False), out_root, log, after_run=add_baselines)
 
 
 def _best_effort(fn, default):
