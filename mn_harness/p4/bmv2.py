@@ -1,0 +1,320 @@
+"""Start and stop BMv2 `simple_switch_grpc` processes, and configure their egress queues.
+
+    sw = BMv2Switch("s1", device_id=1, ports={1: "s1-eth1", 2: "s1-eth2"},
+                    grpc_port=pick_free_port(), thrift_port=pick_free_port())
+    with sw:                                  # start() ... stop(), even on errors
+        sw.configure_queues({2: QueueConfig(depth=100, rate_pps=800)})
+        ... connect a SwitchConnection to sw.grpc_address and push the pipeline ...
+
+The switch starts without a program (`--no-p4`) unless `json_path` is given; the pipeline is
+normally pushed over P4Runtime. It is ready when its gRPC port accepts connections (and, for the
+queue commands, its Thrift port); otherwise start() raises SwitchStartError with the tail of the
+switch's output. BMv2's own logging and pcap capture are off unless asked for (`log=True`,
+`pcap=True`): both slow the data path.
+
+The egress queue of every port is BMv2's (REFERENCE.md: a qdisc outside BMv2 would keep
+enq_qdepth near 0): `configure_queues` sets its depth (packets) and drain rate (packets/s) through
+the Thrift runtime (`simple_switch_CLI`); `pps_for_rate` converts a link rate in Mbit/s.
+
+Every started switch is stopped by stop(), by the context manager, at interpreter exit, and - if
+the harness process dies - by the kernel (PR_SET_PDEATHSIG), so none outlives the experiment.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import errno
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SwitchCLIError, SwitchStartError, ToolchainMissing
+from .toolchain import Toolchain, find_toolchain
+
+DEFAULT_PACKET_BYTES = 1514  # a full-MTU Ethernet frame: what a bulk TCP flow sends
+
+_running: set[BMv2Switch] = set()
+_running_lock = threading.Lock()
+
+
+def _stop_all_at_exit() -> None:
+    with _running_lock:
+        switches = list(_running)
+    for sw in switches:
+        try:
+            sw.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+atexit.register(_stop_all_at_exit)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def pick_free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def pps_for_rate(mbit_per_s: float, packet_bytes: int = DEFAULT_PACKET_BYTES) -> int:
+    """Packets per second that carry `mbit_per_s` with packets of `packet_bytes` (BMv2 queues
+    drain in packets, not bytes). At least 1."""
+    if mbit_per_s <= 0:
+        raise ValueError("link rate must be > 0 Mbit/s")
+    return max(1, round(mbit_per_s * 1e6 / (8 * packet_bytes)))
+
+
+def disable_offloads(interface: str, netns: str | None = None) -> None:
+    """Turn off checksum/segmentation offloads on a veth end. BMv2 sees frames through
+    libpcap: with TSO/GSO/GRO on it would get 64 KB super-frames, and with tx checksum offload
+    the TCP checksums it forwards would be left unfilled."""
+    if shutil.which("ethtool") is None:
+        raise ToolchainMissing("ethtool not found: install it (apt-get install ethtool)")
+    cmd = ["ethtool", "-K", interface, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
+           "gso", "off", "gro", "off"]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns, *cmd]
+    subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    depth: int | None = None      # packets; BMv2's default is 64
+    rate_pps: int | None = None   # packets/s; None leaves the queue draining at CPU speed
+
+
+@dataclass(eq=False)
+class BMv2Switch:
+    name: str
+    device_id: int
+    ports: Mapping[int, str]
+    grpc_port: int
+    thrift_port: int
+    json_path: str | Path | None = None
+    cpu_port: int | None = None
+    log_dir: str | Path | None = None
+    log: bool = False
+    pcap: bool = False
+    extra_args: Sequence[str] = ()
+    toolchain: Toolchain | None = None
+    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    _out_path: Path | None = field(default=None, init=False, repr=False)
+    _own_log_dir: bool = field(default=False, init=False, repr=False)
+    _out_file: object = field(default=None, init=False, repr=False)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _tc(self) -> Toolchain:
+        tc = self.toolchain or find_toolchain()
+        if "simple_switch_grpc" not in tc.paths:
+            raise ToolchainMissing(tc.missing_reason())
+        return tc
+
+    def command(self) -> list[str]:
+        tc = self._tc()
+        cmd = [tc.bin("simple_switch_grpc"), "--device-id", str(self.device_id),
+               "--thrift-port", str(self.thrift_port)]
+        for port, intf in sorted(self.ports.items()):
+            cmd += ["-i", f"{port}@{intf}"]
+        if self.log:
+            cmd += ["--log-file", str(Path(self.log_dir or ".") / f"{self.name}-bmv2"),
+                    "--log-level", "info", "--log-flush"]
+        if self.pcap:
+            cmd += ["--pcap", str(self.log_dir or ".")]
+        cmd += list(self.extra_args)
+        cmd += [str(self.json_path)] if self.json_path else ["--no-p4"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_address]
+        if self.cpu_port is not None:
+            cmd += ["--cpu-port", str(self.cpu_port)]
+        return cmd
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, timeout: float = 15.0) -> BMv2Switch:
+        if self.running:
+            return self
+        cmd = self.command()
+        for port, what in ((self.grpc_port, "gRPC"), (self.thrift_port, "Thrift")):
+            if port_accepts(port):
+                raise SwitchStartError(f"BMv2 {self.name}: {what} port {port} is already in use "
+                                       "by another process")
+        if self.log_dir is None:
+            self.log_dir = tempfile.mkdtemp(prefix=f"bmv2-{self.name}-")
+            self._own_log_dir = True
+        Path(self.log_dir).mkdir(parents=True, exist_ok=True)
+        self._out_path = Path(self.log_dir) / f"{self.name}.out"
+        self._out_file = open(self._out_path, "wb")  # noqa: SIM115 - closed in stop()
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._out_file,
+                                          stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        except OSError as exc:
+            self._close_out()
+            raise SwitchStartError(f"BMv2 {self.name}: cannot run {cmd[0]}: {exc}") from exc
+        with _running_lock:
+            _running.add(self)
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                tail = self.log_tail()
+                self.stop()
+                raise SwitchStartError(f"BMv2 {self.name} exited with code {code} while "
+                                       f"starting: {' '.join(cmd)}\n--- log tail ---\n{tail}")
+            if port_accepts(self.grpc_port) and port_accepts(self.thrift_port):
+                return self
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                raise SwitchStartError(f"BMv2 {self.name}: gRPC port {self.grpc_port} not "
+                                       f"accepting after {timeout:.0f}s: {' '.join(cmd)}\n"
+                                       f"--- log tail ---\n{tail}")
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=timeout)
+        with _running_lock:
+            _running.discard(self)
+        self._close_out()
+        if self._own_log_dir and not (self.log or self.pcap) and self.log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+            self.log_dir = None
+            self._own_log_dir = False
+
+    def _close_out(self) -> None:
+        if self._out_file is not None:
+            self._out_file.close()
+            self._out_file = None
+
+    def __enter__(self) -> BMv2Switch:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log_tail(self, lines: int = 30) -> str:
+        texts = []
+        for path in [self._out_path, Path(self.log_dir or ".") / f"{self.name}-bmv2.txt"]:
+            if path and path.is_file():
+                data = path.read_bytes()[-20000:].decode(errors="replace")
+                texts.append("\n".join(data.splitlines()[-lines:]))
+        return "\n".join(t for t in texts if t) or "(no output)"
+
+    # -- Thrift runtime ----------------------------------------------------------------------
+    def cli(self, commands: Sequence[str], timeout: float = 30.0) -> str:
+        """Run runtime CLI commands (one invocation for all of them); raise SwitchCLIError
+        when the CLI reports an error."""
+        return run_cli(self._tc(), self.thrift_port, commands, timeout=timeout,
+                       switch=self.name)
+
+    def set_queue_depth(self, depth: int, port: int | None = None) -> None:
+        self.cli([f"set_queue_depth {int(depth)}" + (f" {port}" if port is not None else "")])
+
+    def set_queue_rate(self, pps: int, port: int | None = None) -> None:
+        self.cli([f"set_queue_rate {int(pps)}" + (f" {port}" if port is not None else "")])
+
+    def configure_queues(self, queues: Mapping[int | None, QueueConfig]) -> None:
+        """{port (None = all ports): QueueConfig} in a single CLI call."""
+        cmds = []
+        for port, cfg in queues.items():
+            suffix = f" {port}" if port is not None else ""
+            if cfg.depth is not None:
+                if cfg.depth < 1:
+                    raise ValueError(f"queue depth must be >= 1 packet, got {cfg.depth}")
+                cmds.append(f"set_queue_depth {int(cfg.depth)}{suffix}")
+            if cfg.rate_pps is not None:
+                if cfg.rate_pps < 1:
+                    raise ValueError(f"queue rate must be >= 1 packet/s, got {cfg.rate_pps}")
+                cmds.append(f"set_queue_rate {int(cfg.rate_pps)}{suffix}")
+        if cmds:
+            self.cli(cmds)
+
+
+def _cli_env(tc: Toolchain) -> dict[str, str]:
+    """simple_switch_CLI imports bmv2's Python modules (runtime_CLI, sswitch_runtime, bm_runtime),
+    installed under the toolchain's prefix; make them importable."""
+    env = dict(os.environ)
+    prefix = Path(tc.bin("simple_switch_CLI")).resolve().parent.parent
+    extra = [d for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages",
+                               "lib/python3/dist-packages")
+             for d in glob.glob(str(prefix / pattern))]
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(extra + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+_CLI_ERROR_MARKERS = ("Error", "Invalid", "Traceback", "Could not connect", "exception",
+                      "Exception", "unknown command", "*** Unknown syntax")
+
+
+def run_cli(tc: Toolchain, thrift_port: int, commands: Sequence[str], *, timeout: float = 30.0,
+            switch: str = "") -> str:
+    if "simple_switch_CLI" not in tc.paths:
+        raise ToolchainMissing("simple_switch_CLI not found next to simple_switch_grpc: it is "
+                               "part of BMv2 (p4lang-bmv2)")
+    script = "\n".join(commands) + "\n"
+    try:
+        proc = subprocess.run([tc.bin("simple_switch_CLI"), "--thrift-port", str(thrift_port)],
+                              input=script, capture_output=True, text=True, timeout=timeout,
+                              env=_cli_env(tc))
+    except subprocess.TimeoutExpired as exc:
+        raise SwitchCLIError(f"simple_switch_CLI on {switch or thrift_port} timed out after "
+                             f"{timeout:.0f}s running: {'; '.join(commands)}") from exc
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EACCES):
+            raise ToolchainMissing(f"cannot run simple_switch_CLI: {exc}") from exc
+        raise
+    output = proc.stdout + proc.stderr
+    bad = [ln.strip() for ln in output.splitlines()
+           if any(m in ln for m in _CLI_ERROR_MARKERS)]
+    if proc.returncode != 0 or bad:
+        reason = bad[-1] if bad else f"exit {proc.returncode}"
+        raise SwitchCLIError(f"simple_switch_CLI on {switch or thrift_port} failed "
+                             f"({'; '.join(commands)}): {reason}")
+    return output
