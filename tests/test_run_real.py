@@ -76,8 +76,21 @@ def test_isolated_job_communicates_at_link_rate(tmp_path):
     assert ideal * 0.98 <= comm <= ideal * 1.15, f"comm {comm:.4f}s vs ideal {ideal:.4f}s"
 
 
-def _netns_inode(pid: int) -> int:
-    return os.stat(f"/proc/{pid}/ns/net").st_ino
+def _netns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    """True once /proc/pid is gone (a killed process stays a zombie until reaped)."""
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _live_netns_inodes() -> set[int]:
@@ -111,13 +124,13 @@ def test_sigint_halfway_leaves_nothing_and_keeps_rows(tmp_path):
         time.sleep(0.2)
     assert state is not None, proc.stderr.read() if proc.poll() is not None else "no state file"
     pids = [pid for pid, _ in state["processes"]]
-    namespaces = {_netns_inode(pid) for pid in pids}
+    namespaces = {_netns_inode(pid) for pid in pids} - {None}
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
     for pid in pids:
-        assert not Path(f"/proc/{pid}").exists(), f"pid {pid} survived"
+        assert _gone(pid), f"pid {pid} survived"
     assert not (namespaces & _live_netns_inodes()), "a network namespace of the run is still alive"
     veths_after = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
     assert veths_after == veths_before
@@ -126,3 +139,36 @@ def test_sigint_halfway_leaves_nothing_and_keeps_rows(tmp_path):
     assert 5 * 2 <= len(rows) < 40 * 4  # kept what was measured, stopped halfway
     summary = json.loads((Path(state["results_dir"]) / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["jobs"]["job1"]["missing_rows"] > 0
+
+
+def test_clean_removes_leftovers_of_a_sigkilled_run(tmp_path):
+    raw = small_demo(iterations=200)
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    exp = load_experiment(config)
+    proc = subprocess.Popen([sys.executable, "-m", "mn_harness.cli", "run", str(config), "--out", str(tmp_path),
+                             "--no-plots"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and state is None:
+        for p in STATE_DIR.glob(f"{proc.pid}-*.json"):
+            data = json.loads(p.read_text())
+            if len(data["processes"]) >= len(exp.hosts) + len(exp.switches) + 4:
+                state = data
+        time.sleep(0.2)
+    assert state is not None
+    time.sleep(1.0)
+    proc.kill()  # no teardown at all: everything it created is left behind
+    proc.wait()
+    pids = [pid for pid, _ in state["processes"]]
+    # node shells die with the harness's ptys, but the workers live on and keep namespaces alive
+    namespaces = {_netns_inode(pid) for pid in pids} - {None}
+    assert namespaces, "expected leftovers after SIGKILL"
+    out = subprocess.run([sys.executable, "-m", "mn_harness.cli", "clean"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"cleaned run {state['run_id']}" in out.stdout
+    for pid in pids:
+        assert _gone(pid), f"pid {pid} survived clean"
+    assert not (namespaces & _live_netns_inodes())
+    assert not STATE_DIR.joinpath(f"{state['run_id']}.json").exists()
