@@ -34,7 +34,9 @@ def test_percentile_linear_interpolation():
     assert percentile([3, 1, 2, 4, 5], 50) == 3
     assert percentile(list(range(101)), 99) == pytest.approx(99)
     assert percentile([1, 2, 3, 4], 99) == pytest.approx(3.97)
-    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    assert math.isnan(describe([])["p99"])
 
 
 def test_describe():

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mn_harness.report.loaders import IterationRow, Summary, ThroughputRow
+from mn_harness.results.stats import mean, percentile  # noqa: F401 - re-exported
 
 Interval = tuple[float, float]
 
@@ -53,25 +54,6 @@ DEFAULT_CONVERGENCE_THRESHOLD = 0.10
 
 
 # --------------------------------------------------------------------------- statistics
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """Percentile p (0..100) by linear interpolation between closest ranks (type 7)."""
-    if not values:
-        raise ValueError("percentile of an empty sequence")
-    if not 0.0 <= p <= 100.0:
-        raise ValueError(f"percentile {p} outside 0..100")
-    xs = sorted(values)
-    h = (len(xs) - 1) * p / 100.0
-    lo = math.floor(h)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
-
-
-def mean(values: Sequence[float]) -> float:
-    if not values:
-        raise ValueError("mean of an empty sequence")
-    return sum(values) / len(values)
 
 
 def jain_index(values: Sequence[float]) -> float | None:
