@@ -212,6 +212,7 @@ def fake_cli(tmp_path):
 def test_configure_queues_in_one_cli_call(fake_cli):
     tc, log = fake_cli
     sw = BMv2Switch("s1", 1, {}, 1, 9090, toolchain=tc)
+    sw._wait_thrift = lambda timeout=5.0: None  # no switch behind the fake CLI
     sw.configure_queues({2: QueueConfig(depth=100, rate_pps=826), None: QueueConfig(depth=64)})
     assert log.read_text().splitlines() == ["set_queue_depth 100 2", "set_queue_rate 826 2",
                                             "set_queue_depth 64"]
@@ -225,3 +226,18 @@ def test_cli_error_detected(fake_cli):
         run_cli(tc, 9090, ["set_queue_rate 0 1"], switch="s1")
     with pytest.raises(ToolchainMissing):
         run_cli(Toolchain({}), 9090, ["x"])
+
+
+def test_cli_without_thrift_port_explains(tmp_path):
+    g = pick_free_port()
+    fake = script(tmp_path / "simple_switch_grpc", f"""
+        exec python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", {g})); s.listen()
+time.sleep(60)'
+        """)
+    tc = Toolchain({"simple_switch_grpc": fake, "simple_switch_CLI": "/bin/true"})
+    with BMv2Switch("s1", 1, {}, g, pick_free_port(), toolchain=tc) as sw:
+        with pytest.raises(SwitchCLIError, match="built without Thrift"):
+            sw._wait_thrift(timeout=0.5)

@@ -7,10 +7,10 @@
         ... connect a SwitchConnection to sw.grpc_address and push the pipeline ...
 
 The switch starts without a program (`--no-p4`) unless `json_path` is given; the pipeline is
-normally pushed over P4Runtime. It is ready when its gRPC port accepts connections (and, for the
-queue commands, its Thrift port); otherwise start() raises SwitchStartError with the tail of the
-switch's output. BMv2's own logging and pcap capture are off unless asked for (`log=True`,
-`pcap=True`): both slow the data path.
+normally pushed over P4Runtime. It is ready when its gRPC port accepts connections (the Thrift
+port, needed by the queue commands, is waited for before the first one); otherwise start() raises
+SwitchStartError with the tail of the switch's output. BMv2's own logging and pcap capture are off
+unless asked for (`log=True`, `pcap=True`): both slow the data path.
 
 The egress queue of every port is BMv2's (REFERENCE.md: a qdisc outside BMv2 would keep
 enq_qdepth near 0): `configure_queues` sets its depth (packets) and drain rate (packets/s) through
@@ -199,7 +199,7 @@ class BMv2Switch:
                 self.stop()
                 raise SwitchStartError(f"BMv2 {self.name} exited with code {code} while "
                                        f"starting: {' '.join(cmd)}\n--- log tail ---\n{tail}")
-            if port_accepts(self.grpc_port) and port_accepts(self.thrift_port):
+            if port_accepts(self.grpc_port):
                 return self
             if time.monotonic() > deadline:
                 tail = self.log_tail()
@@ -250,8 +250,21 @@ class BMv2Switch:
     def cli(self, commands: Sequence[str], timeout: float = 30.0) -> str:
         """Run runtime CLI commands (one invocation for all of them); raise SwitchCLIError
         when the CLI reports an error."""
+        self._wait_thrift()
         return run_cli(self._tc(), self.thrift_port, commands, timeout=timeout,
                        switch=self.name)
+
+    def _wait_thrift(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not port_accepts(self.thrift_port):
+            if not self.running:
+                raise SwitchCLIError(f"BMv2 {self.name} is not running")
+            if time.monotonic() > deadline:
+                raise SwitchCLIError(
+                    f"BMv2 {self.name}: Thrift port {self.thrift_port} not accepting, so queue "
+                    "depth/rate cannot be set; was simple_switch_grpc built without Thrift? "
+                    "(BMv2: configure targets/simple_switch_grpc --with-thrift)")
+            time.sleep(0.05)
 
     def set_queue_depth(self, depth: int, port: int | None = None) -> None:
         self.cli([f"set_queue_depth {int(depth)}" + (f" {port}" if port is not None else "")])
