@@ -26,11 +26,13 @@ import atexit
 import ctypes
 import errno
 import glob
+import importlib.util
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -302,6 +304,20 @@ def _cli_env(tc: Toolchain) -> dict[str, str]:
     return env
 
 
+def _cli_argv(cli: str) -> list[str]:
+    """simple_switch_CLI is a Python script needing the `thrift` module: run it with this
+    interpreter when that has thrift (the venv sees the distribution's python3-thrift through
+    --system-site-packages), else as its shebang says."""
+    try:
+        with open(cli, "rb") as fh:
+            is_python = b"python" in fh.readline()
+    except OSError:
+        is_python = False
+    if is_python and importlib.util.find_spec("thrift") is not None:
+        return [sys.executable, cli]
+    return [cli]
+
+
 _CLI_ERROR_MARKERS = ("Error", "Invalid", "Traceback", "Could not connect", "exception",
                       "Exception", "unknown command", "*** Unknown syntax")
 
@@ -313,7 +329,8 @@ def run_cli(tc: Toolchain, thrift_port: int, commands: Sequence[str], *, timeout
                                "part of BMv2 (p4lang-bmv2)")
     script = "\n".join(commands) + "\n"
     try:
-        proc = subprocess.run([tc.bin("simple_switch_CLI"), "--thrift-port", str(thrift_port)],
+        proc = subprocess.run([*_cli_argv(tc.bin("simple_switch_CLI")), "--thrift-port",
+                               str(thrift_port)],
                               input=script, capture_output=True, text=True, timeout=timeout,
                               env=_cli_env(tc))
     except subprocess.TimeoutExpired as exc:
@@ -324,6 +341,9 @@ def run_cli(tc: Toolchain, thrift_port: int, commands: Sequence[str], *, timeout
             raise ToolchainMissing(f"cannot run simple_switch_CLI: {exc}") from exc
         raise
     output = proc.stdout + proc.stderr
+    if "No module named 'thrift'" in output:
+        raise ToolchainMissing("simple_switch_CLI needs the Python thrift module: apt-get install "
+                               "python3-thrift (and a venv made with --system-site-packages)")
     bad = [ln.strip() for ln in output.splitlines()
            if any(m in ln for m in _CLI_ERROR_MARKERS)]
     if proc.returncode != 0 or bad:
