@@ -99,18 +99,22 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
+	if (tp->is_cwnd_limited)
+		return true;
+	/* In slow start, let cwnd grow to twice what was in flight. */
 	if (tcp_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return tp->is_cwnd_limited;
+	return false;
 }
 
-/* Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (32 bytes). */
+/* Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes). */
 struct mltcp_state {
 	__u64 iter_start_acked;	/* tp->bytes_acked when the current iteration began */
 	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
 	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
 	__u32 iter;		/* current iteration number, 0 = no data sent yet */
+	__u32 sport;		/* local port, saved because it reads 0 in release() */
 };
 
 /* Telemetry: one row per socket and finished iteration (the last one is written at close). */
@@ -123,7 +127,7 @@ struct mltcp_key {
 };
 
 struct mltcp_row {
-	__u64 bytes;		/* bytes acked during this iteration */
+	__u64 bytes;		/* bytes acked during this iteration (+1 for a FIN in the last) */
 	__u64 believed;		/* bytes-per-iteration estimate used for F during it (0: F=1) */
 	__u64 learned;		/* estimate after this iteration */
 	__u64 start_ns;		/* CLOCK_MONOTONIC */
@@ -153,6 +157,7 @@ static __always_inline void mltcp_init(struct sock *sk)
 	st->last_ack_ns = 0;
 	st->learned = 0;
 	st->iter = 0;
+	st->sport = 0;
 }
 
 /* F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. */
@@ -206,7 +211,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 
 	key.saddr = sk->__sk_common.skc_rcv_saddr;
 	key.daddr = sk->__sk_common.skc_daddr;
-	key.sport = sk->__sk_common.skc_num;
+	key.sport = (__u16)st->sport;
 	key.dport = bpf_ntohs(sk->__sk_common.skc_dport);
 	key.iter = st->iter;
 	row.bytes = bytes;
@@ -229,6 +234,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	__u32 f_fp;
 
 	if (st->iter == 0) {
+		st->sport = sk->__sk_common.skc_num;
 		st->iter = 1;
 		st->iter_start_acked = acked;
 		st->iter_start_ns = now;
