@@ -43,8 +43,10 @@
  *   (to the bucket width) without sampling aliasing.
  *   Cost on the switch: a few counter increments per packet, nothing else; the data-path threads
  *   never wait for the collector. Reading is done by the PI gRPC thread, one Read RPC per sample
- *   asking only for the indices of the ports and jobs of interest (a few hundred cells), which
- *   takes a few milliseconds, so 50-100 samples/s cost a fraction of one core.
+ *   asking only for the cells of the watched ports and jobs. Measured on 2 cores (BMv2 1.15.5,
+ *   mn_harness.p4.telemetry with a pre-serialized request): 166 cells (2 ports, 8 jobs) take
+ *   ~1.3 ms per sample, i.e. ~780 samples/s flat out; at 50 samples/s that is ~5% of a core in
+ *   the collector and ~1% in the switch.
  *   Alternatives rejected: cloned per-packet telemetry reports to a collector port double the
  *   packet rate BMv2 must handle (BMv2 forwards only ~1e4-1e5 packets/s) and need an extra port
  *   and a raw-socket reader per switch; rate-limited clones still only give point samples;

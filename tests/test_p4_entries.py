@@ -232,14 +232,20 @@ def test_counter_reset_counts_from_zero():
 
 
 def test_reader_asks_only_for_watched_cells():
+    class Plan:
+        def __init__(self, wanted):
+            self.wanted = wanted
+
+        def read(self):
+            return {n: {i: (1, 2) for i in idx} for n, idx in self.wanted.items()}
+
     class Conn:
         def __init__(self):
             self.asked = None
 
-        def read_counters(self, wanted):
-            from mn_harness.p4.runtime import CounterValue
+        def counter_read_plan(self, wanted):
             self.asked = wanted
-            return {n: {i: CounterValue(1, 2) for i in idx} for n, idx in wanted.items()}
+            return Plan(wanted)
 
     conn = Conn()
     r = TelemetryReader(conn, "s1", ports=[2, 1], jobs=[0, 3], bucket_shift={1: 0})

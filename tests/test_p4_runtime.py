@@ -21,6 +21,7 @@ from mn_harness.p4.runtime import (
     P4Info,
     P4RuntimeController,
     SwitchConnection,
+    decode_counter_read_response,
     describe_rpc_error,
     encode_value,
     format_mac,
@@ -366,3 +367,28 @@ def test_controller_keeps_one_connection_per_switch(fake_server):
         with pytest.raises(P4RuntimeError, match="already connected to s1"):
             ctl.connect("s1", address, 1)
     assert ctl.switches == {}
+
+
+def test_decode_counter_read_response_matches_protobuf():
+    resp = p4runtime_pb2.ReadResponse()
+    cells = [(21, 0, 0, 0), (21, 31, 5, 7500), (23, 2047, 2**40, 2**62), (25, 3, 1, 0)]
+    for cid, idx, pk, by in cells:
+        ce = resp.entities.add().counter_entry
+        ce.counter_id = cid
+        ce.index.index = idx
+        ce.data.packet_count = pk
+        ce.data.byte_count = by
+    resp.entities.add().table_entry.table_id = 7   # other entities are skipped
+    assert decode_counter_read_response(resp.SerializeToString()) == cells
+
+
+def test_counter_read_plan_against_fake_server(fake_server, info):
+    servicer, address = fake_server
+    servicer.counters[(21, 2)] = (10, 15000)
+    servicer.counters[(23, 100)] = (3, 0)
+    with SwitchConnection(address, device_id=1, name="s1", timeout=5, p4info=info) as sw:
+        plan = sw.counter_read_plan({"port_tx": [2, 3], "qdepth_hist": [100]})
+        assert plan.read() == {"port_tx": {2: (10, 15000), 3: (0, 0)},
+                               "qdepth_hist": {100: (3, 0)}}
+        servicer.counters[(21, 2)] = (11, 16500)
+        assert plan.read()["port_tx"][2] == (11, 16500)

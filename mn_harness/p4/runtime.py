@@ -410,6 +410,7 @@ class SwitchConnection:
         self._stream = None
         self._reader: threading.Thread | None = None
         self._stream_error: grpc.RpcError | None = None
+        self._raw_read = None
 
     @property
     def target(self) -> str:
@@ -429,6 +430,8 @@ class SwitchConnection:
                                  f"answered within {timeout:.0f}s -- is simple_switch_grpc "
                                  "running and listening there?", code="UNAVAILABLE") from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        # Same RPC with bytes in and out, for CounterReadPlan (no protobuf on the hot path).
+        self._raw_read = self._channel.unary_stream("/p4.v1.P4Runtime/Read")
         self._stream = self._stub.StreamChannel(self._request_iter())
         self._reader = threading.Thread(target=self._read_stream, daemon=True,
                                         name=f"p4rt-stream-{self.name}")
@@ -458,6 +461,7 @@ class SwitchConnection:
             self._channel.close()
             self._channel = None
         self._stub = None
+        self._raw_read = None
 
     def _request_iter(self):
         while True:
@@ -630,9 +634,116 @@ class SwitchConnection:
                                                                         ce.data.byte_count)
         return result
 
+    def counter_read_plan(self, wanted: Mapping[str, Iterable[int] | None]) -> CounterReadPlan:
+        return CounterReadPlan(self, wanted)
+
+    def read_raw(self, request: bytes) -> list[bytes]:
+        """Read with a serialized ReadRequest; the serialized ReadResponses."""
+        if self._channel is None:
+            raise P4RuntimeError(f"P4Runtime on {self.target}: not connected")
+        try:
+            return list(self._raw_read(request, timeout=self.timeout))
+        except grpc.RpcError as err:
+            raise describe_rpc_error(err, "Read", self.target) from None
+
     def read_table(self, table: str) -> list[p4runtime_pb2.TableEntry]:
         entry = p4runtime_pb2.TableEntry(table_id=self._info().table_id(table))
         return [e.table_entry for e in self.read([entry])]
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf: bytes, pos: int, end: int):
+    """(field number, wire type, value) of a protobuf message in buf[pos:end]; value is an int
+    for varints and fixed-width fields, a (start, end) slice for length-delimited ones."""
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wtype = key >> 3, key & 7
+        if wtype == 0:
+            value, pos = _varint(buf, pos)
+        elif wtype == 2:
+            length, pos = _varint(buf, pos)
+            value = (pos, pos + length)
+            pos += length
+        elif wtype == 1:
+            value = int.from_bytes(buf[pos:pos + 8], "little")
+            pos += 8
+        elif wtype == 5:
+            value = int.from_bytes(buf[pos:pos + 4], "little")
+            pos += 4
+        else:
+            raise P4RuntimeError(f"cannot decode protobuf wire type {wtype}")
+        yield number, wtype, value
+
+
+def decode_counter_read_response(buf: bytes) -> list[tuple[int, int, int, int]]:
+    """(counter_id, index, packets, bytes) of every CounterEntry in a serialized ReadResponse.
+    A few times faster than protobuf's pure-Python parser, which is what runs on Python 3.11+
+    with the protobuf 3.20 the p4runtime bindings need."""
+    out = []
+    for num, wt, val in _fields(buf, 0, len(buf)):
+        if num != 1 or wt != 2:          # ReadResponse.entities
+            continue
+        for enum_, ewt, ev in _fields(buf, *val):
+            if enum_ != 7 or ewt != 2:   # Entity.counter_entry
+                continue
+            counter_id = index = packets = nbytes = 0
+            for cn, cwt, cv in _fields(buf, *ev):
+                if cn == 1 and cwt == 0:
+                    counter_id = cv
+                elif cn == 2 and cwt == 2:
+                    for n, w, v in _fields(buf, *cv):
+                        if n == 1 and w == 0:
+                            index = v
+                elif cn == 3 and cwt == 2:
+                    for n, w, v in _fields(buf, *cv):
+                        if n == 1 and w == 0:
+                            nbytes = v
+                        elif n == 2 and w == 0:
+                            packets = v
+            out.append((counter_id, index, packets, nbytes))
+    return out
+
+
+class CounterReadPlan:
+    """The same counter cells read again and again (telemetry sampling): the ReadRequest is
+    serialized once, the answer decoded by `decode_counter_read_response`. Several times less
+    client CPU per sample than read_counters, which matters when the collector shares the CPU
+    with BMv2."""
+
+    def __init__(self, conn: SwitchConnection, wanted: Mapping[str, Iterable[int] | None]):
+        info = conn._info()
+        self.conn = conn
+        self.names = list(wanted)
+        self._by_id: dict[int, str] = {}
+        req = p4runtime_pb2.ReadRequest(device_id=conn.device_id)
+        for name, indices in wanted.items():
+            self._by_id[info.counter_id(name)] = name
+            if indices is None:
+                req.entities.append(_entity(info.counter_entry(name)))
+            else:
+                for i in indices:
+                    req.entities.append(_entity(info.counter_entry(name, i)))
+        self.request = req.SerializeToString()
+
+    def read(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """{counter name: {index: (packets, bytes)}}"""
+        result: dict[str, dict[int, tuple[int, int]]] = {name: {} for name in self.names}
+        for chunk in self.conn.read_raw(self.request):
+            for cid, index, packets, nbytes in decode_counter_read_response(chunk):
+                name = self._by_id.get(cid)
+                if name is not None:
+                    result[name][index] = (packets, nbytes)
+        return result
 
 
 class P4RuntimeController:

@@ -4,11 +4,15 @@ one sample per egress port.
 Why counters read over P4Runtime (see also the header of ecn_telemetry.p4): BMv2's P4Runtime
 server cannot read registers; counters cost the data path one increment each and never make it
 wait; one Read RPC per switch per sample fetches only the cells of the watched ports and jobs
-(ports x (4 + 64 histogram buckets) + ports x jobs x 2 cells), which takes milliseconds, so a
-collector reaches 50-100 samples/s while the switch forwards at full speed. A queue depth is a
-gauge and counters only add, so the program counts packets per queue-depth bucket; the difference
-of two reads is the depth distribution seen by every packet of the interval, from which `sample`
-derives the mean and maximum depth (exact with bucket width 1, i.e. queues up to 63 packets).
+(ports x (3 + 64 histogram buckets) + ports x jobs x 2 cells). The request is serialized once and
+the answer decoded without protobuf's pure-Python parser (CounterReadPlan): 2 ports and 8 jobs
+(166 cells) take ~1.3 ms per sample on this 2-core machine, so 50 samples/s cost ~5% of a core in
+the collector and ~1% in the switch.
+
+A queue depth is a gauge and counters only add, so the program counts packets per queue-depth
+bucket; the difference of two reads is the depth distribution seen by every packet of the
+interval, from which `sample` derives the mean and maximum depth (exact with bucket width 1, i.e.
+queues up to 63 packets).
 
     reader = TelemetryReader(conn, "s1", ports=[1, 2], jobs=[1, 2], bucket_shift={1: 0, 2: 1})
     reader.sample()           # first call: baseline, returns []
@@ -113,6 +117,7 @@ class TelemetryReader:
         self.jobs = sorted(set(jobs))
         self.bucket_shift = dict(bucket_shift or {})
         self._last: Snapshot | None = None
+        self._plan = None
 
     def wanted(self) -> dict[str, list[int]]:
         pis = sorted({port_index(p) for p in self.ports})
@@ -126,10 +131,10 @@ class TelemetryReader:
         }
 
     def snapshot(self) -> Snapshot:
-        values = self.conn.read_counters(self.wanted())
-        now = time.time()
-        return Snapshot(now, {name: {i: (v.packets, v.bytes) for i, v in cells.items()}
-                              for name, cells in values.items()})
+        if self._plan is None:
+            self._plan = self.conn.counter_read_plan(self.wanted())
+        cells = self._plan.read()
+        return Snapshot(time.time(), cells)
 
     def sample(self) -> list[PortSample]:
         snap = self.snapshot()

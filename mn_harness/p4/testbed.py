@@ -1,0 +1,233 @@
+"""A small BMv2 testbed without Mininet: hosts in network namespaces, BMv2 switches in the root
+namespace, veth pairs for links, the ecn_telemetry pipeline pushed over P4Runtime and its entries
+installed from the topology. Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py.
+
+Every name the testbed creates starts with a unique prefix (default "p4t" + 4 hex digits), so
+several testbeds (and other people's namespaces) coexist; `close()` removes exactly what it
+created: processes it started, switches, veths, namespaces.
+
+    topo = Topology(); ...add hosts (ip, mac), switches, links with port numbers...
+    with P4Testbed(topo, links={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
+                   ecn_threshold=20) as tb:
+        tb.host_run("h1", ["ping", "-c", "1", tb.ip("h2")])
+        tb.conn("s1").read_counter("port_tx")
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port, pps_for_rate
+from .compile import CompiledProgram, compile_p4
+from .entries import Topology, install_entries, qbucket_shift, switch_entries
+from .errors import P4Error
+from .runtime import P4Info, SwitchConnection
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ECN_TELEMETRY_P4 = REPO_ROOT / "p4src" / "ecn_telemetry.p4"
+
+
+class TestbedError(P4Error):
+    pass
+
+
+def _run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+    if check and proc.returncode != 0:
+        raise TestbedError(f"{' '.join(cmd)} failed ({proc.returncode}): "
+                           f"{(proc.stderr or proc.stdout).strip()}")
+    return proc
+
+
+@dataclass(frozen=True)
+class LinkQueue:
+    """BMv2 egress queue of one switch port: rate in Mbit/s (converted to packets/s with
+    full-size frames) and depth in packets; None leaves BMv2's default."""
+    rate_mbit: float | None = None
+    depth: int | None = None
+
+    def queue_config(self) -> QueueConfig:
+        return QueueConfig(depth=self.depth,
+                           rate_pps=pps_for_rate(self.rate_mbit) if self.rate_mbit else None)
+
+
+class P4Testbed:
+    def __init__(self, topo: Topology, *, prefix: str | None = None,
+                 queues: Mapping[tuple[str, int], LinkQueue] | None = None,
+                 ecn_threshold: int | None = None, program: str | Path = ECN_TELEMETRY_P4,
+                 cache_dir: str | Path | None = None, log_dir: str | Path | None = None,
+                 bmv2_log: bool = False, pcap: bool = False):
+        topo.validate()
+        self.topo = topo
+        self.prefix = prefix or f"p4t{secrets.token_hex(2)}"
+        if len(self.prefix) > 8:
+            raise TestbedError("prefix must be at most 8 characters (interface names <= 15)")
+        self.queues = dict(queues or {})
+        self.ecn_threshold = ecn_threshold
+        self.program_path = Path(program)
+        self.cache_dir = cache_dir
+        self.log_dir = log_dir
+        self.bmv2_log = bmv2_log
+        self.pcap = pcap
+        self.program: CompiledProgram | None = None
+        self.p4info: P4Info | None = None
+        self.switches: dict[str, BMv2Switch] = {}
+        self.conns: dict[str, SwitchConnection] = {}
+        self._namespaces: list[str] = []
+        self._veths: list[str] = []         # root-namespace ends we created
+        self._procs: list[subprocess.Popen] = []
+        self._sw_index = {name: i for i, name in enumerate(sorted(topo.switches), 1)}
+
+    # -- names -------------------------------------------------------------------------------
+    def netns(self, host: str) -> str:
+        return f"{self.prefix}-{host}"
+
+    def port_intf(self, switch: str, port: int) -> str:
+        return f"{self.prefix}s{self._sw_index[switch]}p{port}"
+
+    def ip(self, host: str) -> str:
+        return self.topo.hosts[host].ip
+
+    def conn(self, switch: str) -> SwitchConnection:
+        return self.conns[switch]
+
+    # -- build -------------------------------------------------------------------------------
+    def start(self) -> P4Testbed:
+        if os.geteuid() != 0:
+            raise TestbedError("the P4 testbed needs root (namespaces, veths)")
+        try:
+            self.program = compile_p4(self.program_path, self.cache_dir)
+            self.p4info = P4Info.from_file(self.program.p4info_path)
+            self._build_links()
+            self._start_switches()
+            self._program_switches()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _build_links(self) -> None:
+        for host in sorted(self.topo.hosts):
+            ns = self.netns(host)
+            _run(["ip", "netns", "add", ns])
+            self._namespaces.append(ns)
+            self.ns_run(host, ["ip", "link", "set", "lo", "up"])
+            self.ns_run(host, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        host_links: dict[str, int] = {}
+        for link in self.topo.links:
+            ends = [(link.a, link.a_port), (link.b, link.b_port)]
+            names = []
+            for node, port in ends:
+                if node in self.topo.switches:
+                    names.append(self.port_intf(node, port))
+                else:
+                    k = host_links.get(node, 0)
+                    host_links[node] = k + 1
+                    names.append(f"{self.prefix}h{k}{sorted(self.topo.hosts).index(node)}")
+            _run(["ip", "link", "add", names[0], "type", "veth", "peer", "name", names[1]])
+            self._veths.append(names[0])
+            for (node, _), name in zip(ends, names, strict=True):
+                if node in self.topo.hosts:
+                    host = self.topo.hosts[node]
+                    ns = self.netns(node)
+                    intf = f"eth{host_links[node] - 1}"
+                    _run(["ip", "link", "set", name, "netns", ns])
+                    self.ns_run(node, ["ip", "link", "set", name, "name", intf])
+                    self.ns_run(node, ["ip", "link", "set", intf, "address", host.mac])
+                    self.ns_run(node, ["ip", "addr", "add", f"{host.ip}/8", "dev", intf])
+                    self.ns_run(node, ["ip", "link", "set", intf, "up"])
+                    disable_offloads(intf, ns)
+                else:
+                    _run(["ip", "link", "set", name, "up"])
+                    _run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False)
+                    disable_offloads(name)
+
+    def _start_switches(self) -> None:
+        for name in sorted(self.topo.switches):
+            sw = self.topo.switches[name]
+            ports = {p: self.port_intf(name, p) for p in self.topo.switch_ports(name)}
+            bm = BMv2Switch(name, sw.device_id, ports, grpc_port=pick_free_port(),
+                            thrift_port=pick_free_port(), log_dir=self.log_dir,
+                            log=self.bmv2_log, pcap=self.pcap)
+            bm.start()
+            self.switches[name] = bm
+            queues = {port: q.queue_config() for (s, port), q in self.queues.items()
+                      if s == name}
+            if queues:
+                bm.configure_queues(queues)
+
+    def _program_switches(self) -> None:
+        assert self.program is not None and self.p4info is not None
+        config = self.program.read_json()
+        for name, bm in self.switches.items():
+            conn = SwitchConnection(bm.grpc_address, bm.device_id, name=name).connect()
+            self.conns[name] = conn
+            conn.set_pipeline(self.p4info, config)
+            depths = {port: q.depth for (s, port), q in self.queues.items()
+                      if s == name and q.depth}
+            install_entries(conn, switch_entries(self.topo, name,
+                                                 ecn_threshold=self.ecn_threshold,
+                                                 queue_depths=depths))
+
+    def bucket_shifts(self, switch: str) -> dict[int, int]:
+        return {p: qbucket_shift(self.queues.get((switch, p), LinkQueue()).depth)
+                for p in self.topo.switch_ports(switch)}
+
+    # -- run ---------------------------------------------------------------------------------
+    def ns_cmd(self, host: str, cmd: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns(host), *cmd]
+
+    def ns_run(self, host: str, cmd: Sequence[str], check: bool = True,
+               timeout: float | None = 60, **kw) -> subprocess.CompletedProcess:
+        return _run(self.ns_cmd(host, cmd), check=check, timeout=timeout, **kw)
+
+    def host_run(self, host: str, cmd: Sequence[str], **kw) -> subprocess.CompletedProcess:
+        return self.ns_run(host, cmd, **kw)
+
+    def host_popen(self, host: str, cmd: Sequence[str], **kw) -> subprocess.Popen:
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        kw.setdefault("text", True)
+        proc = subprocess.Popen(self.ns_cmd(host, cmd), **kw)
+        self._procs.append(proc)
+        return proc
+
+    # -- teardown ----------------------------------------------------------------------------
+    def close(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._procs.clear()
+        for conn in self.conns.values():
+            conn.close()
+        self.conns.clear()
+        for bm in self.switches.values():
+            bm.stop()
+        self.switches.clear()
+        for name in self._veths:
+            _run(["ip", "link", "del", name], check=False)
+        self._veths.clear()
+        for ns in self._namespaces:
+            pids = _run(["ip", "netns", "pids", ns], check=False).stdout.split()
+            for pid in pids:  # only processes inside our own namespace
+                try:
+                    os.kill(int(pid), 9)
+                except (OSError, ValueError):
+                    pass
+            _run(["ip", "netns", "del", ns], check=False)
+        self._namespaces.clear()
+
+    def __enter__(self) -> P4Testbed:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()

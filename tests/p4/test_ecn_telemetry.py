@@ -1,0 +1,256 @@
+"""ecn_telemetry.p4 on a real BMv2: two hosts in namespaces of our own on one switch, pipeline
+pushed over P4Runtime, packets sent and captured with scapy.
+
+    h1 (10.99.0.1) --port 1-- s1 --port 2-- h2 (10.99.0.2)
+
+Congestion is made deterministic with BMv2's own egress queue: a low `set_queue_rate` on port 2
+and a burst from h1 build the queue, so enq_qdepth crosses the threshold."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mn_harness.p4.entries import (
+    NO_MARKING,
+    JobRule,
+    Topology,
+    job_entries,
+    job_port_index,
+    port_mac,
+    qdepth_index,
+)
+from mn_harness.p4.runtime import P4Info
+from mn_harness.p4.telemetry import TelemetryReader
+from mn_harness.p4.testbed import P4Testbed
+
+pytestmark = [pytest.mark.bmv2, pytest.mark.root]
+
+PKT_TOOL = str(Path(__file__).with_name("pkt_tool.py"))
+H1 = ("10.99.0.1", "00:00:0a:63:00:01")
+H2 = ("10.99.0.2", "00:00:0a:63:00:02")
+UDP_PORT = 9999
+ECT0, ECT1, CE = 2, 1, 3
+
+
+def topology():
+    t = Topology()
+    t.add_host("h1", *H1)
+    t.add_host("h2", *H2)
+    t.add_switch("s1", 1)
+    t.add_link("h1", "s1", None, 1)
+    t.add_link("h2", "s1", None, 2)
+    return t
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    tb = P4Testbed(topology(), cache_dir=tmp_path_factory.mktemp("p4cache"))
+    with tb:
+        yield tb
+
+
+@pytest.fixture
+def s1(bed):
+    """Port 2 back to: fast queue of 64 packets, no marking, no job rules."""
+    bm = bed.switches["s1"]
+    bm.cli(["set_queue_depth 64 2", "set_queue_rate 1000000 2"])
+    set_threshold(bed, NO_MARKING)
+    conn = bed.conn("s1")
+    for e in conn.read_table("job_classify"):
+        conn.write([e], "delete")
+    yield bm
+
+
+def set_threshold(bed, threshold, shift=1):
+    bed.conn("s1").modify_table_entry("egress_port_cfg", {"egress_port": 2}, "set_port_cfg",
+                                      {"threshold": threshold, "bucket_shift": shift})
+
+
+def exchange(bed, packets, expected, timeout=8.0):
+    """Send `packets` (dicts for pkt_tool) from h1 to h2 in one burst; return what h2 got."""
+    sniffer = bed.host_popen("h2", [sys.executable, PKT_TOOL, "sniff", "eth0", str(UDP_PORT),
+                                    str(timeout), str(expected)])
+    line = sniffer.stdout.readline()
+    assert line.strip() == "ready", sniffer.stderr.read()
+    time.sleep(0.2)
+    spec = {"src_mac": H1[1], "dst_mac": port_mac(1, 1), "src_ip": H1[0], "dst_ip": H2[0],
+            "dport": UDP_PORT, "packets": packets}
+    bed.host_run("h1", [sys.executable, PKT_TOOL, "send", "eth0", json.dumps(spec)])
+    out, err = sniffer.communicate(timeout=timeout + 10)
+    assert sniffer.returncode == 0, err
+    got = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    return sorted(got, key=lambda p: p["seq"])
+
+
+def counters(bed, **wanted):
+    return bed.conn("s1").read_counters(wanted)
+
+
+def test_p4info_has_the_names_the_harness_uses(bed):
+    info = P4Info.from_file(bed.program.p4info_path)
+    for table in ("arp_responder", "ipv4_lpm", "job_classify", "egress_port_cfg"):
+        info.table(table)
+    for counter in ("port_enq", "port_tx", "port_marks", "qdepth_hist", "job_tx", "job_marks"):
+        info.counter(counter)
+    assert info.counter("qdepth_hist").size == 32 * 64
+    assert info.counter("job_tx").size == 64 * 32
+    # the job_classify keys the entries module writes
+    job_entries([JobRule(job=1, src="10.0.0.1", dst="10.0.0.2", protocol=17, src_port=1,
+                         dst_port=2, dscp=3)])
+    info.table_entry("job_classify", {"hdr.ipv4.srcAddr": (1, 1), "l4_src": (1, 0xFFFF),
+                                      "l4_dst": (1, 0xFFFF), "hdr.ipv4.dscp": (1, 0x3F),
+                                      "hdr.ipv4.protocol": (17, 0xFF)},
+                     "set_job", {"job": 1}, priority=1)
+
+
+def test_compile_is_cached(bed):
+    from mn_harness.p4.compile import compile_p4
+    again = compile_p4(bed.program.source, bed.program.json_path.parent.parent)
+    assert again.cached and again.json_path == bed.program.json_path
+
+
+def test_arp_answered_by_switch_and_ping_forwarded(bed, s1):
+    proc = bed.host_run("h1", ["ping", "-c", "3", "-i", "0.2", "-W", "2", H2[0]], check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    neigh = bed.host_run("h1", ["ip", "neigh", "show", H2[0]]).stdout
+    assert port_mac(1, 1) in neigh
+    neigh2 = bed.host_run("h2", ["ip", "neigh", "show", H1[0]]).stdout
+    assert port_mac(1, 2) in neigh2
+
+
+def test_forwarding_rewrites_macs_decrements_ttl_fixes_checksum(bed, s1):
+    got = exchange(bed, [{"seq": i, "ttl": 64 - i} for i in range(5)], expected=5)
+    assert [p["seq"] for p in got] == list(range(5))
+    for p in got:
+        assert p["ttl"] == 64 - p["seq"] - 1
+        assert p["csum_ok"]
+        assert p["src_mac"] == port_mac(1, 2) and p["dst_mac"] == H2[1]
+
+
+def test_ttl_expired_is_dropped(bed, s1):
+    got = exchange(bed, [{"seq": 0, "ttl": 1}, {"seq": 1, "ttl": 0}, {"seq": 2, "ttl": 2}],
+                   expected=3, timeout=3)
+    assert [(p["seq"], p["ttl"]) for p in got] == [(2, 1)]
+
+
+def burst(n, tos_of):
+    return [{"seq": i, "tos": tos_of(i), "size": 200} for i in range(n)]
+
+
+def test_no_marking_below_threshold(bed, s1):
+    """The queue builds (depth up to 16) but never reaches the threshold of 20."""
+    s1.cli(["set_queue_depth 16 2", "set_queue_rate 200 2"])
+    set_threshold(bed, 20, shift=0)
+    before = counters(bed, port_marks=[2], qdepth_hist=[qdepth_index(2, b) for b in range(64)])
+    got = exchange(bed, burst(40, lambda i: ECT0), expected=40, timeout=5)
+    after = counters(bed, port_marks=[2], qdepth_hist=[qdepth_index(2, b) for b in range(64)])
+    assert got, "nothing forwarded"
+    assert all(p["ecn"] == ECT0 for p in got)
+    assert after["port_marks"][2].packets == before["port_marks"][2].packets
+    deepest = max(b for b in range(64)
+                  if after["qdepth_hist"][qdepth_index(2, b)].packets
+                  > before["qdepth_hist"][qdepth_index(2, b)].packets)
+    assert 8 <= deepest < 20, "the queue did not build: rate limit not effective"
+
+
+def test_ce_marking_above_threshold(bed, s1):
+    s1.cli(["set_queue_depth 64 2", "set_queue_rate 200 2"])
+    set_threshold(bed, 5, shift=0)
+    before = counters(bed, port_marks=[2], job_marks=[job_port_index(3, 2)])
+    # ECT(0) and ECT(1) alternating, DSCP 3 -> job 3
+    got = exchange(bed, burst(40, lambda i: (3 << 2) | (ECT0 if i % 2 else ECT1)), expected=40)
+    after = counters(bed, port_marks=[2], job_marks=[job_port_index(3, 2)])
+    assert len(got) == 40
+    marked = [p["seq"] for p in got if p["ecn"] == CE]
+    assert all(p["dscp"] == 3 and p["csum_ok"] for p in got)
+    assert len(marked) >= 25, f"only {marked} marked"
+    assert 0 not in marked and 1 not in marked  # the queue was empty for the first packets
+    assert after["port_marks"][2].packets - before["port_marks"][2].packets == len(marked)
+    job_delta = (after["job_marks"][job_port_index(3, 2)].packets
+                 - before["job_marks"][job_port_index(3, 2)].packets)
+    assert job_delta == len(marked)
+
+
+def test_non_ect_never_marked_under_congestion(bed, s1):
+    s1.cli(["set_queue_depth 64 2", "set_queue_rate 200 2"])
+    set_threshold(bed, 3, shift=0)
+    tos = {0: 0, 1: ECT0, 2: 5 << 2, 3: CE}  # not-ECT, ECT(0), not-ECT with DSCP, CE
+    got = exchange(bed, burst(48, lambda i: tos[i % 4]), expected=48)
+    assert len(got) == 48
+    for p in got:
+        kind = p["seq"] % 4
+        if kind in (0, 2):
+            assert p["ecn"] == 0, p
+        elif kind == 3:
+            assert p["ecn"] == CE
+    assert sum(1 for p in got if p["seq"] % 4 == 1 and p["ecn"] == CE) >= 8
+
+
+def test_counters_count_ports_and_jobs(bed, s1):
+    idx = [job_port_index(6, 2), job_port_index(7, 2)]
+    before = counters(bed, port_tx=[2], port_enq=[2], job_tx=idx)
+    conn = bed.conn("s1")
+    # a 5-tuple rule overrides the DSCP: packets to sport 41000 are job 7
+    [rule] = job_entries([JobRule(job=7, protocol=17, src_port=41000)])
+    conn.insert_table_entry(rule.table, rule.match, rule.action, rule.params, rule.priority)
+    pkts = [{"seq": i, "tos": 6 << 2, "size": 300, "sport": 41000 if i >= 6 else 40000}
+            for i in range(10)]
+    got = exchange(bed, pkts, expected=10)
+    assert len(got) == 10
+    after = counters(bed, port_tx=[2], port_enq=[2], job_tx=idx)
+    frame = 14 + 20 + 8 + 300
+    assert after["port_tx"][2].packets - before["port_tx"][2].packets >= 10
+    assert after["port_enq"][2].packets - before["port_enq"][2].packets >= 10
+    j6 = after["job_tx"][idx[0]], before["job_tx"][idx[0]]
+    j7 = after["job_tx"][idx[1]], before["job_tx"][idx[1]]
+    assert (j6[0].packets - j6[1].packets, j6[0].bytes - j6[1].bytes) == (6, 6 * frame)
+    assert (j7[0].packets - j7[1].packets, j7[0].bytes - j7[1].bytes) == (4, 4 * frame)
+
+
+def test_telemetry_sampling_rate_and_queue_series(bed, s1):
+    s1.cli(["set_queue_depth 64 2", "set_queue_rate 300 2"])
+    set_threshold(bed, 10, shift=0)
+    reader = TelemetryReader(bed.conn("s1"), "s1", ports=[1, 2], jobs=range(8),
+                             bucket_shift={1: 0, 2: 0})
+    reader.sample()
+    n = 100
+    start = time.monotonic()
+    for _ in range(n):
+        reader.sample()
+    rate = n / (time.monotonic() - start)
+    print(f"\ntelemetry: {rate:.0f} samples/s (2 ports, 8 jobs, one Read RPC each)")
+    assert rate >= 50
+    # a congested burst shows up in the next samples as depth and marks
+    sender = bed.host_popen("h1", [sys.executable, PKT_TOOL, "send", "eth0", json.dumps(
+        {"src_mac": H1[1], "dst_mac": port_mac(1, 1), "src_ip": H1[0], "dst_ip": H2[0],
+         "dport": UDP_PORT, "packets": burst(60, lambda i: (2 << 2) | ECT0)})])
+    samples = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        samples += [s for s in reader.sample() if s.port == 2]
+        time.sleep(0.02)
+    sender.wait(timeout=10)
+    assert max(s.depth.max for s in samples) >= 20
+    assert sum(s.marks for s in samples) >= 20
+    assert sum(s.job_marks[2] for s in samples) == sum(s.marks for s in samples)
+    assert sum(s.tx_packets for s in samples) >= 60
+    assert sum(s.job_bytes[2] for s in samples) >= 60 * (14 + 20 + 8 + 200)
+
+
+def test_no_leftovers_after_close():
+    t = topology()
+    tb = P4Testbed(t)
+    tb.start()
+    pid = tb.switches["s1"].pid
+    names = [tb.netns("h1"), tb.netns("h2")]
+    intf = tb.port_intf("s1", 1)
+    tb.close()
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in ns for n in names)
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert intf not in links
+    assert not Path(f"/proc/{pid}").exists()
