@@ -143,7 +143,7 @@ def burst(n, tos_of):
 
 def test_no_marking_below_threshold(bed, s1):
     """The queue builds (depth up to 16) but never reaches the threshold of 20."""
-    s1.cli(["set_queue_depth 16 2", "set_queue_rate 200 2"])
+    s1.cli(["set_queue_depth 16 2", "set_queue_rate 100 2"])
     set_threshold(bed, 20, shift=0)
     before = counters(bed, port_marks=[2], qdepth_hist=[qdepth_index(2, b) for b in range(64)])
     got = exchange(bed, burst(40, lambda i: ECT0), expected=40, timeout=5)
@@ -158,7 +158,7 @@ def test_no_marking_below_threshold(bed, s1):
 
 
 def test_ce_marking_above_threshold(bed, s1):
-    s1.cli(["set_queue_depth 64 2", "set_queue_rate 200 2"])
+    s1.cli(["set_queue_depth 64 2", "set_queue_rate 100 2"])
     set_threshold(bed, 5, shift=0)
     before = counters(bed, port_marks=[2], job_marks=[job_port_index(3, 2)])
     # ECT(0) and ECT(1) alternating, DSCP 3 -> job 3
@@ -176,7 +176,7 @@ def test_ce_marking_above_threshold(bed, s1):
 
 
 def test_non_ect_never_marked_under_congestion(bed, s1):
-    s1.cli(["set_queue_depth 64 2", "set_queue_rate 200 2"])
+    s1.cli(["set_queue_depth 64 2", "set_queue_rate 100 2"])
     set_threshold(bed, 3, shift=0)
     tos = {0: 0, 1: ECT0, 2: 5 << 2, 3: CE}  # not-ECT, ECT(0), not-ECT with DSCP, CE
     got = exchange(bed, burst(48, lambda i: tos[i % 4]), expected=48)
