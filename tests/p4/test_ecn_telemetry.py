@@ -254,3 +254,49 @@ def test_no_leftovers_after_close():
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert intf not in links
     assert not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.slow
+def test_real_tcp_ecn_keeps_the_bmv2_queue_at_the_threshold():
+    """iperf3 (CUBIC) through a 10 Mbit/s BMv2 queue of 100 packets, threshold 20: without ECN
+    the queue fills; with ECN negotiated the switch's marks keep it at the threshold."""
+    import statistics
+
+    t = Topology()
+    t.add_host("h1", "10.96.0.1", "00:00:0a:60:00:01")
+    t.add_host("h2", "10.96.0.2", "00:00:0a:60:00:02")
+    t.add_switch("s1", 1)
+    t.add_link("h1", "s1", None, 1)
+    t.add_link("h2", "s1", None, 2)
+    from mn_harness.p4.testbed import LinkQueue
+    result = {}
+    for ecn in (0, 1):
+        with P4Testbed(t, queues={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
+                       ecn_threshold=20) as tb:
+            for h in ("h1", "h2"):
+                tb.host_run(h, ["sysctl", "-qw", f"net.ipv4.tcp_ecn={ecn}"])
+            tb.host_run("h1", ["ping", "-c", "1", "-W", "2", tb.ip("h2")], check=False)
+            server = tb.host_popen("h2", ["iperf3", "-s", "-1"])
+            time.sleep(0.5)
+            client = tb.host_popen("h1", ["iperf3", "-c", tb.ip("h2"), "-t", "5", "-C", "cubic"])
+            reader = TelemetryReader(tb.conn("s1"), "s1", ports=[2], jobs=[0],
+                                     bucket_shift=tb.bucket_shifts("s1"))
+            time.sleep(1.0)
+            reader.sample()
+            samples = []
+            for _ in range(150):  # 3 s at 50 samples/s
+                time.sleep(0.02)
+                samples += reader.sample()
+            client.wait(timeout=30)
+            server.wait(timeout=30)
+            busy = [s for s in samples if s.depth.packets]
+            result[ecn] = (statistics.mean(s.depth.mean for s in busy),
+                           max(s.depth.max for s in busy), sum(s.marks for s in samples),
+                           sum(s.tx_bytes for s in samples) * 8
+                           / sum(s.interval for s in samples) / 1e6)
+    print(f"\nno ECN: mean/max depth {result[0][0]:.1f}/{result[0][1]:.0f}, {result[0][3]:.1f} "
+          f"Mbit/s; ECN: mean/max {result[1][0]:.1f}/{result[1][1]:.0f}, marks {result[1][2]}, "
+          f"{result[1][3]:.1f} Mbit/s")
+    assert result[0][1] >= 60 and result[0][2] == 0
+    assert result[1][1] <= 30 and result[1][0] < 25 and result[1][2] > 0
+    assert result[1][3] > 7  # marking does not starve the link
