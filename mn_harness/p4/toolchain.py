@@ -11,8 +11,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-REQUIRED = ("simple_switch_grpc", "p4c-bm2-ss")
-OPTIONAL = ("simple_switch_CLI",)
+# simple_switch_CLI sets BMv2's egress queue depth/rate (Thrift): without it the bottleneck
+# queue cannot be BMv2's own, so it is required too.
+REQUIRED = ("simple_switch_grpc", "p4c-bm2-ss", "simple_switch_CLI")
+OPTIONAL: tuple[str, ...] = ()
 DEFAULT_PREFIXES = ("/opt/p4local", "/usr/local", "/usr")
 
 
@@ -31,7 +33,8 @@ class Toolchain:
         return (
             f"BMv2/p4c not found ({', '.join(self.missing())} missing): install the p4lang "
             "packages p4lang-bmv2 p4lang-p4c p4lang-pi (see Vagrantfile) or set "
-            "P4_TOOLCHAIN to a prefix holding bin/simple_switch_grpc and bin/p4c-bm2-ss"
+            "P4_TOOLCHAIN to a prefix holding bin/simple_switch_grpc, bin/simple_switch_CLI and "
+            "bin/p4c-bm2-ss"
         )
 
     def bin(self, name: str) -> str:
