@@ -7,6 +7,7 @@ Congestion is made deterministic with BMv2's own egress queue: a low `set_queue_
 and a burst from h1 build the queue, so enq_qdepth crosses the threshold."""
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -257,6 +258,7 @@ def test_no_leftovers_after_close():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="needs iperf3 (apt-get install iperf3)")
 def test_real_tcp_ecn_keeps_the_bmv2_queue_at_the_threshold():
     """iperf3 (CUBIC) through a 10 Mbit/s BMv2 queue of 100 packets, threshold 20: without ECN
     the queue fills; with ECN negotiated the switch's marks keep it at the threshold."""
