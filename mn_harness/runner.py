@@ -108,8 +108,8 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
             launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
                                    on_change=record_processes)
             launcher.start()
-            launcher.release()
-            dataplane.start_telemetry(results_dir)
+            t0 = launcher.release()
+            dataplane.start_telemetry(results_dir, t0)
             log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
                                       f"{j.iterations} iterations)" for j in experiment.jobs))
             launcher.wait(experiment.run.timeout_s or launcher.default_timeout())

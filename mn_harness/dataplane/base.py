@@ -41,8 +41,18 @@ class Dataplane(ABC):
         """True when hosts need static ARP entries for their gateway (switch answers no ARP)."""
         return False
 
-    def start_telemetry(self, out_dir: Path) -> None:  # noqa: B027 - optional hook
-        """Begin sampling (e.g. queue depths into out_dir/queue.csv)."""
+    def host_gso_max_segs(self, configured: int) -> int:
+        """GSO cap for host interfaces; a software switch that forwards frames one by one
+        (BMv2) needs MTU-sized frames, i.e. 1."""
+        return configured
+
+    def host_sysctls(self) -> dict[str, str]:
+        """Extra per-host sysctls, e.g. net.ipv4.tcp_ecn=1 where the switches mark ECN."""
+        return {}
+
+    def start_telemetry(self, out_dir: Path, t0: float) -> None:  # noqa: B027 - optional hook
+        """Begin sampling (e.g. queue depths into out_dir/queue.csv); t0 is the experiment-wide
+        CLOCK_MONOTONIC start, so samples share the workers' time axis (t - t0 seconds)."""
 
     def stop_telemetry(self) -> dict:
         """Stop sampling; returns summary fields (e.g. max queue depth, ECN marks per job)."""

@@ -47,11 +47,15 @@ class EmulatedNetwork:
             b = next(x for x in plan.interfaces[link.b] if x.link is link)
             self.net.addLink(self.nodes[link.a], self.nodes[link.b], port1=a.port, port2=b.port,
                              intfName1=a.name, intfName2=b.name, addr1=a.mac, addr2=b.mac, cls=Link)
+        hosts = set(exp.hosts)
         for node_name in plan.interfaces:
             node = self.nodes[node_name]
+            segs = exp.run.gso_max_segs
+            if node_name in hosts:
+                segs = self.dataplane.host_gso_max_segs(segs)
             if node.inNamespace:
                 for intf in plan.interfaces[node_name]:
-                    limit_offloads(node.pid, intf.name, exp.run.gso_max_segs)
+                    limit_offloads(node.pid, intf.name, segs)
         for host in exp.hosts:
             self._configure_host(host)
         self.dataplane.configure(self.net, plan)
@@ -71,6 +75,8 @@ class EmulatedNetwork:
         ssai = "1" if self.experiment.run.slow_start_after_idle else "0"
         run_in(pid, ["sysctl", "-q", "-w", f"net.ipv4.tcp_slow_start_after_idle={ssai}"])
         run_in(pid, ["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"])
+        for key, value in self.dataplane.host_sysctls().items():
+            run_in(pid, ["sysctl", "-q", "-w", f"{key}={value}"])
         shape_egress(pid, intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s,
                      where=f"link {intf.link.name}")
 
