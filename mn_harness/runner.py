@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +35,12 @@ class Interrupted(KeyboardInterrupt):
 
 @contextmanager
 def terminate_as_interrupt():
+    """Only the main thread may set signal handlers; a caller running experiments from another
+    thread keeps its own signal handling."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
     def handler(signum, frame):
         raise Interrupted(f"signal {signum}")
 
@@ -81,7 +88,6 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     ccm = CongestionControlManager(CC_CACHE, log=log)
     network = EmulatedNetwork(experiment, plan, dataplane)
     launcher: JobLauncher | None = None
-    status = "failed"
     cc_names: dict[str, str] = {}
     extra: dict = {"dataplane": dataplane.name,
                    "slow_start_after_idle": experiment.run.slow_start_after_idle}
@@ -94,51 +100,55 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
         state.set("dataplane", dataplane.state())
 
     network._on_change = record_processes
+    outcome = {"status": "failed"}
+
+    def stop_jobs_and_sample() -> None:
+        if launcher is not None:
+            launcher.stop()
+        extra.update(dataplane.stop_telemetry())
+        if network.net is not None:
+            extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan), {})
+
+    def write_results() -> None:
+        state.remove()
+        _write_results(experiment, plan, results_dir, cc_names, outcome["status"], extra)
+        if after_run is not None:
+            after_run(results_dir)
+
     started = time.monotonic()
-    try:
-        with terminate_as_interrupt():
-            ccm.prepare({job.cc for job in experiment.jobs})
-            state.set("bpf_cc", ccm.registered_names())
-            cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
-            log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
-                f"{len(experiment.links)} links ({dataplane.name} data plane)")
-            network.build()
-            record_processes()
-            extra["setup_s"] = round(time.monotonic() - started, 3)
-            launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
-                                   on_change=record_processes)
-            launcher.start()
-            t0 = launcher.release()
-            dataplane.start_telemetry(results_dir, t0)
-            log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
-                                      f"{j.iterations} iterations)" for j in experiment.jobs))
-            launcher.wait(experiment.run.timeout_s or launcher.default_timeout())
-            status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except Exception as exc:
-        status = f"failed: {exc}"
-        raise
-    finally:
+    # Teardown steps run in reverse order of registration, each one even if a later-registered
+    # step failed: stop jobs, stop the network, save CC telemetry, unregister CCs, write results.
+    with ExitStack() as teardown:
+        teardown.callback(write_results)
+        teardown.callback(ccm.close)
+        teardown.callback(lambda: extra.update(cc_telemetry_rows=_save_cc_telemetry(ccm, results_dir)))
+        teardown.callback(network.stop)
+        teardown.callback(stop_jobs_and_sample)
         try:
-            if launcher is not None:
-                launcher.stop()
-            extra.update(dataplane.stop_telemetry())
-            if network.net is not None:
-                extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan), {})
-        finally:
-            try:
-                network.stop()
-            finally:
-                try:
-                    extra["cc_telemetry_rows"] = _save_cc_telemetry(ccm, results_dir)
-                    ccm.close()
-                finally:
-                    state.remove()
-                    _write_results(experiment, plan, results_dir, cc_names, status, extra)
-                    if after_run is not None:
-                        after_run(results_dir)
+            with terminate_as_interrupt():
+                ccm.prepare({job.cc for job in experiment.jobs})
+                state.set("bpf_cc", ccm.registered_names())
+                cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
+                log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
+                    f"{len(experiment.links)} links ({dataplane.name} data plane)")
+                network.build()
+                record_processes()
+                extra["setup_s"] = round(time.monotonic() - started, 3)
+                launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
+                                       on_change=record_processes)
+                launcher.start()
+                t0 = launcher.release()
+                dataplane.start_telemetry(results_dir, t0)
+                log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
+                                          f"{j.iterations} iterations)" for j in experiment.jobs))
+                launcher.wait(experiment.run.timeout_s or launcher.default_timeout())
+                outcome["status"] = "completed"
+        except KeyboardInterrupt:
+            outcome["status"] = "interrupted"
+            raise
+        except Exception as exc:
+            outcome["status"] = f"failed: {exc}"
+            raise
     return results_dir
 
 

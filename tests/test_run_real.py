@@ -172,3 +172,41 @@ def test_clean_removes_leftovers_of_a_sigkilled_run(tmp_path):
         assert _gone(pid), f"pid {pid} survived clean"
     assert not (namespaces & _live_netns_inodes())
     assert not STATE_DIR.joinpath(f"{state['run_id']}.json").exists()
+
+
+def test_dead_worker_fails_the_run_with_one_line_and_tears_down(tmp_path):
+    import threading
+
+    from mn_harness.jobs.launcher import JobError
+
+    exp = Experiment.from_dict(small_demo(iterations=200), "dies")
+    outcome: dict = {}
+
+    def run():
+        try:
+            run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
+        except JobError as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    state, deadline = None, time.monotonic() + 60
+    while time.monotonic() < deadline and state is None:
+        for p in STATE_DIR.glob(f"{os.getpid()}-*.json"):
+            data = json.loads(p.read_text())
+            workers = [pid for pid, marker in data["processes"] if marker == "traffic.worker"]
+            if len(workers) == 4:
+                state = data
+        time.sleep(0.1)
+    assert state is not None
+    time.sleep(1.0)
+    victim = next(pid for pid, marker in state["processes"] if marker == "traffic.worker")
+    os.kill(victim, signal.SIGKILL)
+    thread.join(60)
+    assert not thread.is_alive()
+    message = str(outcome["error"])
+    assert "died (exit -9)" in message and "\n" not in message
+    for pid, _ in state["processes"]:
+        assert _gone(pid), f"pid {pid} survived"
+    summary = json.loads((Path(state["results_dir"]) / "summary.json").read_text())
+    assert summary["status"].startswith("failed: ") and summary["jobs"]["job1"]["iterations"] > 0
