@@ -26,33 +26,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mn_harness.p4.entries import Topology  # noqa: E402
-from mn_harness.p4.testbed import LinkQueue, P4Testbed  # noqa: E402
+from mn_harness.network.plan import NetworkPlan  # noqa: E402
+from mn_harness.p4.testbed import LinkQueue, P4Testbed, make_plan  # noqa: E402
 from mn_harness.p4.toolchain import find_toolchain  # noqa: E402
 
 
-def path_topology(hops: int) -> Topology:
-    """h1 - s1 - ... - s<hops> - h2; port 1 towards h1, port 2 towards h2 on every switch."""
-    t = Topology()
-    t.add_host("h1", "10.98.0.1", "00:00:0a:62:00:01")
-    t.add_host("h2", "10.98.0.2", "00:00:0a:62:00:02")
-    for i in range(1, hops + 1):
-        t.add_switch(f"s{i}", i)
-    t.add_link("h1", "s1", None, 1)
-    for i in range(1, hops):
-        t.add_link(f"s{i}", f"s{i + 1}", 2, 1)
-    t.add_link(f"s{hops}", "h2", 2, None)
-    return t
+def path_topology(hops: int) -> NetworkPlan:
+    """h1 - s1 - ... - s<hops> - h2."""
+    switches = [f"s{i}" for i in range(1, hops + 1)]
+    nodes = ["h1", *switches, "h2"]
+    return make_plan(["h1", "h2"], switches, list(zip(nodes, nodes[1:], strict=False)))
 
 
 def measure(hops: int, rate_mbit: float, duration: float, queue: int) -> dict:
-    topo = path_topology(hops)
+    plan = path_topology(hops)
     queues = {}
     if rate_mbit:
-        for sw in topo.switches:
-            for port in (1, 2):
-                queues[(sw, port)] = LinkQueue(rate_mbit=rate_mbit, depth=queue)
-    with P4Testbed(topo, queues=queues) as tb:
+        for sw in plan.experiment.switch_names:
+            for intf in plan.interfaces[sw]:
+                queues[(sw, intf.port)] = LinkQueue(rate_mbit=rate_mbit, depth=queue)
+    with P4Testbed(plan, queues=queues) as tb:
         # warm up ARP and the path
         tb.host_run("h1", ["ping", "-c", "2", "-i", "0.2", "-W", "2", tb.ip("h2")], check=False)
         server = tb.host_popen("h2", ["iperf3", "-s", "-1", "-p", "5201"])

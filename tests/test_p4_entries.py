@@ -3,20 +3,21 @@
 import pytest
 from test_p4_fixtures import P4INFO_TEXT
 
+from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.entries import (
     NO_MARKING,
     Entry,
     JobRule,
-    Topology,
     TopologyError,
     install_entries,
     job_entries,
+    job_ids,
     job_port_index,
-    next_hops,
-    port_mac,
+    plan_job_rules,
     qbucket_shift,
     qdepth_index,
     switch_entries,
+    switch_specs,
 )
 from mn_harness.p4.runtime import P4Info
 from mn_harness.p4.telemetry import (
@@ -27,110 +28,110 @@ from mn_harness.p4.telemetry import (
     histogram_stats,
     samples_between,
 )
+from mn_harness.p4.testbed import make_plan
 
 
 def line3():
-    """h1 - s1 - s2 - s3 - h2, plus h3 on s1."""
-    t = Topology()
-    t.add_host("h1", "10.0.0.1", "00:00:00:00:00:01")
-    t.add_host("h2", "10.0.0.2", "00:00:00:00:00:02")
-    t.add_host("h3", "10.0.0.3", "00:00:00:00:00:03")
-    for i in (1, 2, 3):
-        t.add_switch(f"s{i}", i)
-    t.add_link("h1", "s1", None, 1)
-    t.add_link("h3", "s1", None, 3)
-    t.add_link("s1", "s2", 2, 1)
-    t.add_link("s2", "s3", 2, 1)
-    t.add_link("s3", "h2", 2, None)
-    t.validate()
-    return t
+    """h1 - s1 - s2 - s3 - h2, plus h3 on s1 (ports in link order: s1: h1=1, h3=2, s2=3)."""
+    return make_plan(["h1", "h2", "h3"], ["s1", "s2", "s3"],
+                     [("h1", "s1"), ("h3", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "h2")])
 
 
 def by_table(entries, table):
     return [e for e in entries if e.table == table]
 
 
-def test_port_mac_unique_and_local():
-    assert port_mac(1, 2) == "02:00:00:01:00:02"
-    assert port_mac(258, 31) == "02:00:01:02:00:1f"
-    with pytest.raises(TopologyError):
-        port_mac(1, 256)
+def lpm(entries):
+    return {e.match["hdr.ipv4.dstAddr"]: e.params for e in by_table(entries, "ipv4_lpm")}
 
 
-def test_next_hops_on_line():
-    t = line3()
-    assert next_hops(t, "s1") == {"h1": (1, "h1"), "h2": (2, "s2"), "h3": (3, "h3")}
-    assert next_hops(t, "s2") == {"h1": (1, "s1"), "h2": (2, "s3"), "h3": (1, "s1")}
-    assert next_hops(t, "s3") == {"h1": (1, "s2"), "h2": (2, "h2"), "h3": (1, "s2")}
+def test_specs_follow_the_plan_routes():
+    plan = line3()
+    specs = switch_specs(plan)
+    assert [s.device_id for s in specs.values()] == [1, 2, 3]
+    for name, spec in specs.items():
+        routes = {r.dst_host: r for r in plan.routes[name]}
+        assert {r.dst_host for r in spec.routes} == set(plan.experiment.hosts)
+        for r in spec.routes:
+            assert (r.port, r.src_mac, r.dst_mac) == (routes[r.dst_host].out.port,
+                                                      routes[r.dst_host].out.mac,
+                                                      routes[r.dst_host].next_hop_mac)
+    assert specs["s1"].port_to("s2") == 3 and specs["s2"].port_to("s1") == 1
 
 
 def test_routes_rewrite_macs_hop_by_hop():
-    t = line3()
-    s2 = by_table(switch_entries(t, "s2"), "ipv4_lpm")
-    to_h2 = next(e for e in s2 if e.match["hdr.ipv4.dstAddr"] == "10.0.0.2/32")
-    assert to_h2.action == "forward"
-    assert to_h2.params == {"port": 2, "src_mac": port_mac(2, 2), "dst_mac": port_mac(3, 1)}
-    s3 = by_table(switch_entries(t, "s3"), "ipv4_lpm")
-    last = next(e for e in s3 if e.match["hdr.ipv4.dstAddr"] == "10.0.0.2/32")
-    assert last.params["dst_mac"] == "00:00:00:00:00:02"
+    plan = line3()
+    ip = plan.host_ip
+    s2 = lpm(switch_entries(switch_specs(plan)["s2"]))
+    s2_to_s3 = next(i for i in plan.interfaces["s2"] if i.peer_node == "s3")
+    s3_from_s2 = next(i for i in plan.interfaces["s3"] if i.peer_node == "s2")
+    assert s2[f"{ip['h2']}/32"] == {"port": s2_to_s3.port, "src_mac": s2_to_s3.mac,
+                                    "dst_mac": s3_from_s2.mac}
+    s3 = lpm(switch_entries(switch_specs(plan)["s3"]))
+    assert s3[f"{ip['h2']}/32"]["dst_mac"] == plan.gateway("h2").mac  # last hop: the host
     assert len(s3) == 3
+    s1 = lpm(switch_entries(switch_specs(plan)["s1"]))
+    assert s1[f"{ip['h3']}/32"]["port"] == 2 and s1[f"{ip['h1']}/32"]["port"] == 1
 
 
 def test_shortest_path_in_a_ring_and_deterministic_ties():
-    t = Topology()
-    t.add_host("ha", "10.0.0.1", "00:00:00:00:00:01")
-    t.add_host("hc", "10.0.0.3", "00:00:00:00:00:03")
-    for i, n in enumerate("abcd", 1):
-        t.add_switch(f"s{n}", i)
-    t.add_link("ha", "sa", None, 1)
-    t.add_link("hc", "sc", None, 1)
-    # ring sa - sb - sc - sd - sa: two equal paths from sa to sc
-    t.add_link("sa", "sb", 2, 2)
-    t.add_link("sb", "sc", 3, 2)
-    t.add_link("sc", "sd", 3, 2)
-    t.add_link("sd", "sa", 3, 3)
-    t.validate()
-    assert next_hops(t, "sa")["hc"] == (2, "sb")  # "sb" < "sd"
-    assert next_hops(t, "sb")["hc"] == (3, "sc")
-    assert next_hops(t, "sd")["ha"] == (3, "sa")
+    # ring sa - sb - sc - sd - sa: two equal paths from sa to sc; ties go to the smaller name
+    plan = make_plan(["ha", "hc"], ["sa", "sb", "sc", "sd"],
+                     [("ha", "sa"), ("hc", "sc"), ("sa", "sb"), ("sb", "sc"), ("sc", "sd"),
+                      ("sd", "sa")])
+    specs = switch_specs(plan)
+    to_hc = lpm(switch_entries(specs["sa"]))[f"{plan.host_ip['hc']}/32"]
+    assert to_hc["port"] == specs["sa"].port_to("sb")  # "sb" < "sd"
+    to_ha = lpm(switch_entries(specs["sd"]))[f"{plan.host_ip['ha']}/32"]
+    assert to_ha["port"] == specs["sd"].port_to("sa")
 
 
-def test_disconnected_topology_is_an_error():
-    t = line3()
-    t.add_switch("s9", 9)
-    t.add_host("h9", "10.0.0.9", "00:00:00:00:00:09")
-    t.add_link("h9", "s9", None, 1)
-    with pytest.raises(TopologyError, match="cannot reach host\\(s\\) h9"):
-        switch_entries(t, "s1")
+def test_too_many_ports_is_an_error():
+    hosts = [f"h{i}" for i in range(32)]
+    plan = make_plan(hosts, ["s1"], [(h, "s1") for h in hosts])
+    with pytest.raises(TopologyError, match="port 32"):
+        switch_specs(plan)
 
 
-def test_validate_rejects_bad_ports_and_duplicates():
-    t = line3()
-    t.add_link("s1", "s3", None, 5)
-    with pytest.raises(TopologyError, match="switch s1 needs a port number"):
-        t.validate()
-    t = line3()
-    t.add_link("s1", "s3", 2, 5)
-    with pytest.raises(TopologyError, match="s1 port 2 used by two links"):
-        t.validate()
-    t = line3()
-    t.add_switch("s4", 1)
-    with pytest.raises(TopologyError, match="duplicate switch device ids"):
-        t.validate()
+def test_job_rules_from_the_plan():
+    from mn_harness.config.experiment import load_experiment_dict
+    exp = load_experiment_dict({
+        "hosts": ["h1", "h2", "h3", "h4", "h5"], "switches": ["s1"],
+        "links": [{"endpoints": [h, "s1"]} for h in ("h1", "h2", "h3", "h4", "h5")],
+        "link_defaults": {"bw": "1Gbit"},
+        "jobs": [{"name": "a", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
+                  "compute": "1ms", "iterations": 1},
+                 {"name": "b", "workers": ["h3", "h4", "h5"], "bytes_per_iteration": "1MB",
+                  "compute": "1ms", "iterations": 1}]})
+    plan = NetworkPlan(exp)
+    assert job_ids(plan) == {"a": 1, "b": 2}
+    ip = plan.host_ip
+    rules = {(r.src, r.dst): r for r in plan_job_rules(plan)}
+    # job a: the ring h1->h2->h1, both directions, once
+    assert rules[(ip["h1"], ip["h2"])].job == 1 and rules[(ip["h2"], ip["h1"])].job == 1
+    # job b: ring hops h3->h4, h4->h5, h5->h3 and the reverse (ACK) directions
+    b = [(s, d) for (s, d), r in rules.items() if r.job == 2]
+    assert len(b) == 6 and (ip["h5"], ip["h3"]) in b and (ip["h3"], ip["h5"]) in b
+    assert all(r.protocol == 6 for r in rules.values())
+    assert len(rules) == 8
+    entries = job_entries(plan_job_rules(plan))
+    info = P4Info.from_text(P4INFO_TEXT)
+    for e in entries:
+        info.table_entry(e.table, e.match, e.action, e.params, e.priority)
 
 
 def test_arp_and_ecn_entries_per_port():
-    t = line3()
-    es = switch_entries(t, "s1", ecn_threshold=20, port_thresholds={2: 5},
-                        queue_depths={2: 200})
+    plan = line3()
+    s1 = switch_specs(plan)["s1"]
+    es = switch_entries(s1, ecn_threshold=20, port_thresholds={2: 5}, queue_depths={2: 200})
     arp = by_table(es, "arp_responder")
     assert [(e.match["standard_metadata.ingress_port"], e.params["port_mac"]) for e in arp] == \
-        [(1, port_mac(1, 1)), (2, port_mac(1, 2)), (3, port_mac(1, 3))]
+        [(i.port, i.mac) for i in plan.interfaces["s1"]]
     cfg = {e.match["standard_metadata.egress_port"]: e.params
            for e in by_table(es, "egress_port_cfg")}
     assert cfg[1] == {"threshold": 20, "bucket_shift": 1}   # BMv2 default queue: 64
     assert cfg[2] == {"threshold": 5, "bucket_shift": 2}   # 200 >> 2 = 50 <= 63
-    none = switch_entries(t, "s1")
+    none = switch_entries(s1)
     assert all(e.params["threshold"] == NO_MARKING for e in by_table(none, "egress_port_cfg"))
 
 
@@ -138,7 +139,7 @@ def test_entries_encode_against_p4info():
     info = P4Info.from_text(P4INFO_TEXT)
     rules = [JobRule(job=2, src="10.0.0.1", dst_port=5201, protocol=6),
              JobRule(job=3, src="10.0.1.0/24", priority=5)]
-    es = switch_entries(line3(), "s2", ecn_threshold=10, job_rules=rules)
+    es = switch_entries(switch_specs(line3())["s2"], ecn_threshold=10, job_rules=rules)
     for e in es:
         msg = info.table_entry(e.table, e.match, e.action, e.params, e.priority)
         assert msg.table_id
@@ -177,7 +178,7 @@ class RecordingConn:
 
 def test_install_entries_batches_and_defaults():
     conn = RecordingConn()
-    es = switch_entries(line3(), "s1", ecn_threshold=3)
+    es = switch_entries(switch_specs(line3())["s1"], ecn_threshold=3)
     es.append(Entry("egress_port_cfg", None, "set_port_cfg",
                     {"threshold": 7, "bucket_shift": 0}, default=True))
     n = install_entries(conn, es, batch=4)

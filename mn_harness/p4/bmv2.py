@@ -18,6 +18,13 @@ the Thrift runtime (`simple_switch_CLI`); `pps_for_rate` converts a link rate in
 
 Every started switch is stopped by stop(), by the context manager, at interpreter exit, and - if
 the harness process dies - by the kernel (PR_SET_PDEATHSIG), so none outlives the experiment.
+
+Inside a network namespace (the harness's data plane): `exec_prefix=["mnexec", "-a", str(pid)]`
+runs the switch and its runtime CLI in the namespace of node `pid`, and `grpc_socket=path` makes
+its P4Runtime server listen on a unix socket (`--grpc-server-addr unix:<path>`, accepted by PI's
+gRPC server) that the harness reaches from the root namespace through the shared file system.
+The Thrift port then lives on the namespace's own loopback, so every switch may use the same
+number; its readiness is read from /proc/<pid>/net/tcp (that namespace's sockets).
 """
 
 from __future__ import annotations
@@ -77,6 +84,31 @@ def pick_free_port() -> int:
         return s.getsockname()[1]
 
 
+def unix_socket_accepts(path: str | Path, timeout: float = 0.2) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(path))
+            return True
+        except OSError:
+            return False
+
+
+def netns_tcp_listening(pid: int, port: int) -> bool:
+    """True when a TCP socket in the network namespace of `pid` listens on `port`."""
+    lines = []
+    for table in ("tcp", "tcp6"):  # Thrift may listen on :: (v6 and v4)
+        try:
+            lines += Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            pass
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+            return True
+    return False
+
+
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -93,7 +125,8 @@ def pps_for_rate(mbit_per_s: float, packet_bytes: int = DEFAULT_PACKET_BYTES) ->
     return max(1, round(mbit_per_s * 1e6 / (8 * packet_bytes)))
 
 
-def disable_offloads(interface: str, netns: str | None = None) -> None:
+def disable_offloads(interface: str, netns: str | None = None,
+                     exec_prefix: Sequence[str] = ()) -> None:
     """Turn off checksum/segmentation offloads on a veth end. BMv2 sees frames through
     libpcap: with TSO/GSO/GRO on it would get 64 KB super-frames, and with tx checksum offload
     the TCP checksums it forwards would be left unfilled."""
@@ -103,6 +136,7 @@ def disable_offloads(interface: str, netns: str | None = None) -> None:
            "gso", "off", "gro", "off"]
     if netns:
         cmd = ["ip", "netns", "exec", netns, *cmd]
+    cmd = [*exec_prefix, *cmd]
     subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
@@ -126,6 +160,8 @@ class BMv2Switch:
     pcap: bool = False
     extra_args: Sequence[str] = ()
     toolchain: Toolchain | None = None
+    exec_prefix: Sequence[str] = ()   # e.g. ["mnexec", "-a", "<node pid>"]: run in a netns
+    grpc_socket: str | Path | None = None  # P4Runtime on this unix socket instead of TCP
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
     _out_path: Path | None = field(default=None, init=False, repr=False)
     _own_log_dir: bool = field(default=False, init=False, repr=False)
@@ -136,7 +172,19 @@ class BMv2Switch:
 
     @property
     def grpc_address(self) -> str:
+        if self.grpc_socket is not None:
+            return f"unix:{self.grpc_socket}"
         return f"127.0.0.1:{self.grpc_port}"
+
+    def _grpc_ready(self) -> bool:
+        if self.grpc_socket is not None:
+            return unix_socket_accepts(self.grpc_socket)
+        return port_accepts(self.grpc_port)
+
+    def _thrift_ready(self) -> bool:
+        if self.exec_prefix:
+            return self.pid is not None and netns_tcp_listening(self.pid, self.thrift_port)
+        return port_accepts(self.thrift_port)
 
     @property
     def running(self) -> bool:
@@ -154,7 +202,7 @@ class BMv2Switch:
 
     def command(self) -> list[str]:
         tc = self._tc()
-        cmd = [tc.bin("simple_switch_grpc"), "--device-id", str(self.device_id),
+        cmd = [*self.exec_prefix, tc.bin("simple_switch_grpc"), "--device-id", str(self.device_id),
                "--thrift-port", str(self.thrift_port)]
         for port, intf in sorted(self.ports.items()):
             cmd += ["-i", f"{port}@{intf}"]
@@ -175,7 +223,15 @@ class BMv2Switch:
         if self.running:
             return self
         cmd = self.command()
-        for port, what in ((self.grpc_port, "gRPC"), (self.thrift_port, "Thrift")):
+        checks = [] if self.exec_prefix else [(self.thrift_port, "Thrift")]
+        if self.grpc_socket is None:
+            checks.append((self.grpc_port, "gRPC"))
+        elif unix_socket_accepts(self.grpc_socket):
+            raise SwitchStartError(f"BMv2 {self.name}: gRPC socket {self.grpc_socket} is already "
+                                   "in use by another process")
+        else:
+            Path(self.grpc_socket).unlink(missing_ok=True)  # stale socket of a dead switch
+        for port, what in checks:
             if port_accepts(port):
                 raise SwitchStartError(f"BMv2 {self.name}: {what} port {port} is already in use "
                                        "by another process")
@@ -201,12 +257,12 @@ class BMv2Switch:
                 self.stop()
                 raise SwitchStartError(f"BMv2 {self.name} exited with code {code} while "
                                        f"starting: {' '.join(cmd)}\n--- log tail ---\n{tail}")
-            if port_accepts(self.grpc_port):
+            if self._grpc_ready():
                 return self
             if time.monotonic() > deadline:
                 tail = self.log_tail()
                 self.stop()
-                raise SwitchStartError(f"BMv2 {self.name}: gRPC port {self.grpc_port} not "
+                raise SwitchStartError(f"BMv2 {self.name}: gRPC {self.grpc_address} not "
                                        f"accepting after {timeout:.0f}s: {' '.join(cmd)}\n"
                                        f"--- log tail ---\n{tail}")
             time.sleep(0.05)
@@ -254,11 +310,11 @@ class BMv2Switch:
         when the CLI reports an error."""
         self._wait_thrift()
         return run_cli(self._tc(), self.thrift_port, commands, timeout=timeout,
-                       switch=self.name)
+                       switch=self.name, exec_prefix=self.exec_prefix)
 
     def _wait_thrift(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
-        while not port_accepts(self.thrift_port):
+        while not self._thrift_ready():
             if not self.running:
                 raise SwitchCLIError(f"BMv2 {self.name} is not running")
             if time.monotonic() > deadline:
@@ -323,13 +379,13 @@ _CLI_ERROR_MARKERS = ("Error", "Invalid", "Traceback", "Could not connect", "exc
 
 
 def run_cli(tc: Toolchain, thrift_port: int, commands: Sequence[str], *, timeout: float = 30.0,
-            switch: str = "") -> str:
+            switch: str = "", exec_prefix: Sequence[str] = ()) -> str:
     if "simple_switch_CLI" not in tc.paths:
         raise ToolchainMissing("simple_switch_CLI not found next to simple_switch_grpc: it is "
                                "part of BMv2 (p4lang-bmv2)")
     script = "\n".join(commands) + "\n"
     try:
-        proc = subprocess.run([*_cli_argv(tc.bin("simple_switch_CLI")), "--thrift-port",
+        proc = subprocess.run([*exec_prefix, *_cli_argv(tc.bin("simple_switch_CLI")), "--thrift-port",
                                str(thrift_port)],
                               input=script, capture_output=True, text=True, timeout=timeout,
                               env=_cli_env(tc))

@@ -1,31 +1,37 @@
-"""Table entries for p4src/ecn_telemetry.p4, computed from a topology. No switch needed.
+"""Table entries for p4src/ecn_telemetry.p4, computed from the harness's NetworkPlan. No switch
+needed.
 
-Input is a small neutral description (hosts with IP and MAC, switches with device ids, links
-between named nodes with the switch port numbers); the harness's network plan is converted into
-it. Output is, per switch, a list of `Entry` objects with P4Info *names* that
-`install_entries()` writes over a SwitchConnection.
+There is one routing algorithm in the project: NetworkPlan's shortest paths (hop count, ties
+broken by node name), which the Linux data plane also uses. `switch_specs(plan)` turns the plan
+into plain per-switch data (ports with their MACs, one route per host); `switch_entries(spec)`
+turns that into `Entry` objects with P4Info *names* that `install_entries()` writes over a
+SwitchConnection.
 
-Routing: every host gets a /32 in `ipv4_lpm` on every switch, along a shortest path (hop count;
-ties broken by node name so the result is deterministic). The last switch rewrites the
-destination MAC to the host's; earlier switches rewrite it to the next switch's port MAC. Every
-switch port has its own MAC (`port_mac`), used as source MAC and answered by `arp_responder`
-(proxy ARP), so hosts need no static neighbour entries.
+Routing: every host gets a /32 in `ipv4_lpm` on every switch: egress port = the route's
+interface, source MAC = that interface's MAC, destination MAC = the next hop's MAC (the host's
+own on the last switch, the next switch's port MAC before). `arp_responder` answers every ARP
+request on a port with that port's MAC (proxy ARP), so hosts need no static neighbour entries.
 
 ECN and queue histogram: `egress_port_cfg` per port from the threshold (packets) and the queue
 depth (for the histogram's bucket width, see `qbucket_shift`).
 
 Jobs: `job_classify` entries (ternary, priorities) map flows to job ids; with no entries the
-switch uses the packet's DSCP as the job id.
+switch uses the packet's DSCP as the job id. `plan_job_rules(plan)` derives them from the
+experiment: each host runs one worker, so the address pair of a ring hop a->b (either
+direction: data one way, ACKs the other) identifies its job; job ids are 1, 2, ... in job order
+(0 stays "unclassified").
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import P4Error
+
+if TYPE_CHECKING:
+    from mn_harness.network.plan import NetworkPlan
 
 QBUCKETS = 64            # must match QBUCKETS in ecn_telemetry.p4
 MAX_PORTS = 32           # must match MAX_PORTS
@@ -34,98 +40,77 @@ NO_MARKING = (1 << 19) - 1
 
 
 class TopologyError(P4Error):
-    """The topology cannot be turned into entries (disconnected, bad port numbers, ...)."""
+    """The plan cannot be turned into entries (too many ports or jobs, bad values, ...)."""
 
 
 @dataclass(frozen=True)
-class Host:
-    name: str
-    ip: str
+class PortSpec:
+    port: int
     mac: str
+    peer: str          # node at the other end
 
 
 @dataclass(frozen=True)
-class Switch:
+class RouteSpec:
+    dst_host: str
+    dst_ip: str
+    port: int
+    src_mac: str
+    dst_mac: str
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """What one switch needs to forward, as plain data (derived from a NetworkPlan)."""
     name: str
     device_id: int
+    ports: tuple[PortSpec, ...]
+    routes: tuple[RouteSpec, ...]
+
+    def port_numbers(self) -> list[int]:
+        return sorted(p.port for p in self.ports)
+
+    def port_to(self, peer: str) -> int:
+        return next(p.port for p in self.ports if p.peer == peer)
 
 
-@dataclass(frozen=True)
-class Link:
-    """A link between two nodes; `*_port` is the BMv2 port number on a switch end, None on a
-    host end."""
-    a: str
-    b: str
-    a_port: int | None = None
-    b_port: int | None = None
+def switch_specs(plan: NetworkPlan) -> dict[str, SwitchSpec]:
+    """Per switch: ports and routes from the plan; device ids 1, 2, ... in switch order."""
+    specs = {}
+    for device_id, name in enumerate(plan.experiment.switch_names, 1):
+        ports = tuple(PortSpec(i.port, i.mac, i.peer_node) for i in plan.interfaces.get(name, []))
+        for p in ports:
+            if not 0 <= p.port < MAX_PORTS:
+                raise TopologyError(f"switch {name} has port {p.port}: ecn_telemetry.p4 supports "
+                                    f"ports 0..{MAX_PORTS - 1} (MAX_PORTS)")
+        routes = tuple(RouteSpec(r.dst_host, r.dst_ip, r.out.port, r.out.mac, r.next_hop_mac)
+                       for r in plan.routes[name])
+        specs[name] = SwitchSpec(name, device_id, ports, routes)
+    return specs
 
 
-@dataclass
-class Topology:
-    hosts: dict[str, Host] = field(default_factory=dict)
-    switches: dict[str, Switch] = field(default_factory=dict)
-    links: list[Link] = field(default_factory=list)
-
-    def add_host(self, name: str, ip: str, mac: str) -> Host:
-        self.hosts[name] = Host(name, ip, mac)
-        return self.hosts[name]
-
-    def add_switch(self, name: str, device_id: int) -> Switch:
-        self.switches[name] = Switch(name, device_id)
-        return self.switches[name]
-
-    def add_link(self, a: str, b: str, a_port: int | None = None,
-                 b_port: int | None = None) -> Link:
-        link = Link(a, b, a_port, b_port)
-        self.links.append(link)
-        return link
-
-    # -- derived -----------------------------------------------------------------------------
-    def validate(self) -> None:
-        nodes = set(self.hosts) | set(self.switches)
-        if set(self.hosts) & set(self.switches):
-            raise TopologyError(f"names used for both a host and a switch: "
-                                f"{sorted(set(self.hosts) & set(self.switches))}")
-        used: dict[tuple[str, int], Link] = {}
-        for link in self.links:
-            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                if node not in nodes:
-                    raise TopologyError(f"link {link.a}-{link.b}: unknown node {node!r}")
-                if node in self.switches:
-                    if port is None or not 0 <= port < MAX_PORTS:
-                        raise TopologyError(f"link {link.a}-{link.b}: switch {node} needs a port "
-                                            f"number 0..{MAX_PORTS - 1}, got {port}")
-                    if (node, port) in used:
-                        raise TopologyError(f"switch {node} port {port} used by two links")
-                    used[(node, port)] = link
-        for h in self.hosts:
-            if not any(h in (lk.a, lk.b) for lk in self.links):
-                raise TopologyError(f"host {h} has no link")
-        ids = [s.device_id for s in self.switches.values()]
-        if len(ids) != len(set(ids)):
-            raise TopologyError(f"duplicate switch device ids: {sorted(ids)}")
-
-    def neighbours(self, node: str) -> list[tuple[str, int | None, int | None]]:
-        """(neighbour, my port, its port), sorted by neighbour name then port."""
-        out = []
-        for lk in self.links:
-            if lk.a == node:
-                out.append((lk.b, lk.a_port, lk.b_port))
-            elif lk.b == node:
-                out.append((lk.a, lk.b_port, lk.a_port))
-        return sorted(out, key=lambda t: (t[0], t[1] if t[1] is not None else -1))
-
-    def switch_ports(self, switch: str) -> list[int]:
-        return sorted(p for _, p, _ in self.neighbours(switch) if p is not None)
+def job_ids(plan: NetworkPlan) -> dict[str, int]:
+    """Job name -> telemetry job id: 1, 2, ... in job order (0 = unclassified)."""
+    ids = {job.name: i for i, job in enumerate(plan.experiment.jobs, 1)}
+    if len(ids) >= MAX_JOBS:
+        raise TopologyError(f"{len(ids)} jobs: ecn_telemetry.p4 tells at most {MAX_JOBS - 1} apart")
+    return ids
 
 
-def port_mac(device_id: int, port: int) -> str:
-    """The MAC of a switch port: locally administered, unique per (device id, port)."""
-    if not 0 <= device_id < 1 << 24 or not 0 <= port < 256:
-        raise TopologyError(f"device id {device_id} / port {port} out of range for a port MAC")
-    octets = [0x02, (device_id >> 16) & 0xFF, (device_id >> 8) & 0xFF, device_id & 0xFF, 0x00,
-              port]
-    return ":".join(f"{o:02x}" for o in octets)
+def plan_job_rules(plan: NetworkPlan) -> list[JobRule]:
+    """job_classify rules: TCP between the two hosts of a ring hop (both directions) -> job."""
+    ids = job_ids(plan)
+    rules: list[JobRule] = []
+    seen: set[tuple[str, str]] = set()
+    for job in plan.experiment.jobs:
+        for a, b in plan.ring_hops(job.workers):
+            for src, dst in ((a, b), (b, a)):
+                if src == dst or (src, dst) in seen:
+                    continue
+                seen.add((src, dst))
+                rules.append(JobRule(job=ids[job.name], src=plan.host_ip[src],
+                                     dst=plan.host_ip[dst], protocol=6))
+    return rules
 
 
 def qbucket_shift(queue_depth: int | None) -> int:
@@ -194,61 +179,24 @@ def job_entries(rules: Iterable[JobRule]) -> list[Entry]:
     return out
 
 
-def next_hops(topo: Topology, switch: str) -> dict[str, tuple[int, str]]:
-    """For every host: (egress port on `switch`, first node on a shortest path) by BFS."""
-    # BFS from the switch; first hop remembered per reached node.
-    first: dict[str, tuple[int, str]] = {}
-    seen = {switch}
-    frontier: deque[str] = deque()
-    for nb, my_port, _ in topo.neighbours(switch):
-        if nb in seen:
-            continue
-        seen.add(nb)
-        first[nb] = (my_port, nb)  # type: ignore[assignment]
-        if nb in topo.switches:
-            frontier.append(nb)
-    while frontier:
-        node = frontier.popleft()
-        for nb, _, _ in topo.neighbours(node):
-            if nb in seen:
-                continue
-            seen.add(nb)
-            first[nb] = first[node]
-            if nb in topo.switches:  # hosts do not forward
-                frontier.append(nb)
-    missing = sorted(set(topo.hosts) - set(first))
-    if missing:
-        raise TopologyError(f"switch {switch} cannot reach host(s) {', '.join(missing)}: the "
-                            "topology is not connected")
-    return {h: first[h] for h in topo.hosts}
-
-
-def switch_entries(topo: Topology, switch: str, *, ecn_threshold: int | None = None,
+def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
                    port_thresholds: Mapping[int, int] | None = None,
                    queue_depths: Mapping[int, int] | None = None,
                    job_rules: Iterable[JobRule] = ()) -> list[Entry]:
     """All entries of one switch. `ecn_threshold` (packets) applies to every port unless
     `port_thresholds` overrides it; None means no marking. `queue_depths` (packets, per port)
     sets the histogram bucket width."""
-    sw = topo.switches[switch]
     entries: list[Entry] = []
-    neighbours = {my_port: (nb, nb_port) for nb, my_port, nb_port in topo.neighbours(switch)}
-    for port in topo.switch_ports(switch):
-        entries.append(Entry("arp_responder", {"standard_metadata.ingress_port": port},
-                             "arp_reply", {"port_mac": port_mac(sw.device_id, port)}))
-    for host, (port, nb) in sorted(next_hops(topo, switch).items()):
-        if nb in topo.hosts:
-            dst_mac = topo.hosts[nb].mac
-        else:
-            nb_port = neighbours[port][1]
-            dst_mac = port_mac(topo.switches[nb].device_id, nb_port)
-        entries.append(Entry("ipv4_lpm", {"hdr.ipv4.dstAddr": f"{topo.hosts[host].ip}/32"},
-                             "forward", {"port": port,
-                                         "src_mac": port_mac(sw.device_id, port),
-                                         "dst_mac": dst_mac}))
+    for p in sorted(spec.ports, key=lambda p: p.port):
+        entries.append(Entry("arp_responder", {"standard_metadata.ingress_port": p.port},
+                             "arp_reply", {"port_mac": p.mac}))
+    for r in sorted(spec.routes, key=lambda r: r.dst_host):
+        entries.append(Entry("ipv4_lpm", {"hdr.ipv4.dstAddr": f"{r.dst_ip}/32"},
+                             "forward", {"port": r.port, "src_mac": r.src_mac,
+                                         "dst_mac": r.dst_mac}))
     port_thresholds = dict(port_thresholds or {})
     queue_depths = dict(queue_depths or {})
-    for port in topo.switch_ports(switch):
+    for port in spec.port_numbers():
         threshold = port_thresholds.get(port, ecn_threshold)
         threshold = NO_MARKING if threshold is None else int(threshold)
         if not 0 <= threshold <= NO_MARKING:

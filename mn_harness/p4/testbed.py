@@ -1,13 +1,15 @@
 """A small BMv2 testbed without Mininet: hosts in network namespaces, BMv2 switches in the root
 namespace, veth pairs for links, the ecn_telemetry pipeline pushed over P4Runtime and its entries
-installed from the topology. Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py.
+installed from a NetworkPlan (the harness's addressing and routing: each link a /24, hosts route
+via their switch port's address). Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py.
+The harness itself (mn_harness.dataplane.bmv2) runs switches in namespaces of their own.
 
 Every name the testbed creates starts with a unique prefix (default "p4t" + 4 hex digits), so
 several testbeds (and other people's namespaces) coexist; `close()` removes exactly what it
 created: processes it started, switches, veths, namespaces.
 
-    topo = Topology(); ...add hosts (ip, mac), switches, links with port numbers...
-    with P4Testbed(topo, links={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
+    plan = make_plan(["h1", "h2"], ["s1"], [("h1", "s1"), ("h2", "s1")])
+    with P4Testbed(plan, queues={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
                    ecn_threshold=20) as tb:
         tb.host_run("h1", ["ping", "-c", "1", tb.ip("h2")])
         tb.conn("s1").read_counter("port_tx")
@@ -22,9 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mn_harness.config.experiment import load_experiment_dict
+from mn_harness.network.plan import NetworkPlan
+
 from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port, pps_for_rate
 from .compile import CompiledProgram, compile_p4
-from .entries import Topology, install_entries, qbucket_shift, switch_entries
+from .entries import install_entries, qbucket_shift, switch_entries, switch_specs
 from .errors import P4Error
 from .runtime import P4Info, SwitchConnection
 
@@ -44,6 +49,17 @@ def _run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedPr
     return proc
 
 
+def make_plan(hosts: Sequence[str], switches: Sequence[str],
+              links: Sequence[tuple[str, str]]) -> NetworkPlan:
+    """A NetworkPlan for a small test topology (one dummy job over all hosts: the plan needs
+    one; nothing is run)."""
+    return NetworkPlan(load_experiment_dict({
+        "hosts": list(hosts), "switches": list(switches),
+        "links": [{"endpoints": [a, b]} for a, b in links], "link_defaults": {"bw": "1Gbit"},
+        "jobs": [{"name": "j", "workers": list(hosts), "bytes_per_iteration": "1MB",
+                  "compute": "10ms", "iterations": 1}]}, "p4testbed"))
+
+
 @dataclass(frozen=True)
 class LinkQueue:
     """BMv2 egress queue of one switch port: rate in Mbit/s (converted to packets/s with
@@ -57,13 +73,14 @@ class LinkQueue:
 
 
 class P4Testbed:
-    def __init__(self, topo: Topology, *, prefix: str | None = None,
+    def __init__(self, plan: NetworkPlan, *, prefix: str | None = None,
                  queues: Mapping[tuple[str, int], LinkQueue] | None = None,
                  ecn_threshold: int | None = None, program: str | Path = ECN_TELEMETRY_P4,
                  cache_dir: str | Path | None = None, log_dir: str | Path | None = None,
                  bmv2_log: bool = False, pcap: bool = False):
-        topo.validate()
-        self.topo = topo
+        self.plan = plan
+        self.specs = switch_specs(plan)
+        self.hosts = list(plan.experiment.hosts)
         self.prefix = prefix or f"p4t{secrets.token_hex(2)}"
         if len(self.prefix) > 8:
             raise TestbedError("prefix must be at most 8 characters (interface names <= 15)")
@@ -81,7 +98,7 @@ class P4Testbed:
         self._namespaces: list[str] = []
         self._veths: list[str] = []         # root-namespace ends we created
         self._procs: list[subprocess.Popen] = []
-        self._sw_index = {name: i for i, name in enumerate(sorted(topo.switches), 1)}
+        self._sw_index = {name: spec.device_id for name, spec in self.specs.items()}
 
     # -- names -------------------------------------------------------------------------------
     def netns(self, host: str) -> str:
@@ -91,7 +108,17 @@ class P4Testbed:
         return f"{self.prefix}s{self._sw_index[switch]}p{port}"
 
     def ip(self, host: str) -> str:
-        return self.topo.hosts[host].ip
+        return self.plan.host_ip[host]
+
+    def mac(self, host: str) -> str:
+        return self.plan.gateway(host).mac
+
+    def gateway_mac(self, host: str) -> str:
+        """The MAC of the switch port the host is attached to (what its ARP resolves to)."""
+        return self.plan.gateway(host).peer_mac
+
+    def switch_port(self, switch: str, peer: str) -> int:
+        return self.specs[switch].port_to(peer)
 
     def conn(self, switch: str) -> SwitchConnection:
         return self.conns[switch]
@@ -112,46 +139,42 @@ class P4Testbed:
         return self
 
     def _build_links(self) -> None:
-        for host in sorted(self.topo.hosts):
+        hosts = set(self.hosts)
+        for host in self.hosts:
             ns = self.netns(host)
             _run(["ip", "netns", "add", ns])
             self._namespaces.append(ns)
             self.ns_run(host, ["ip", "link", "set", "lo", "up"])
             self.ns_run(host, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
-        host_links: dict[str, int] = {}
-        for link in self.topo.links:
-            ends = [(link.a, link.a_port), (link.b, link.b_port)]
-            names = []
-            for node, port in ends:
-                if node in self.topo.switches:
-                    names.append(self.port_intf(node, port))
-                else:
-                    k = host_links.get(node, 0)
-                    host_links[node] = k + 1
-                    names.append(f"{self.prefix}h{k}{sorted(self.topo.hosts).index(node)}")
+        for link in self.plan.experiment.links:
+            ends = [next(i for i in self.plan.interfaces[node] if i.link is link)
+                    for node in (link.a, link.b)]
+            names = [f"{self.prefix}h{self.hosts.index(i.node)}" if i.node in hosts
+                     else self.port_intf(i.node, i.port) for i in ends]
             _run(["ip", "link", "add", names[0], "type", "veth", "peer", "name", names[1]])
             self._veths.append(names[0])
-            for (node, _), name in zip(ends, names, strict=True):
-                if node in self.topo.hosts:
-                    host = self.topo.hosts[node]
-                    ns = self.netns(node)
-                    intf = f"eth{host_links[node] - 1}"
+            for intf, name in zip(ends, names, strict=True):
+                if intf.node in hosts:
+                    ns = self.netns(intf.node)
                     _run(["ip", "link", "set", name, "netns", ns])
-                    self.ns_run(node, ["ip", "link", "set", name, "name", intf])
-                    self.ns_run(node, ["ip", "link", "set", intf, "address", host.mac])
-                    self.ns_run(node, ["ip", "addr", "add", f"{host.ip}/8", "dev", intf])
-                    self.ns_run(node, ["ip", "link", "set", intf, "up"])
-                    disable_offloads(intf, ns)
+                    self.ns_run(intf.node, ["ip", "link", "set", name, "name", intf.name])
+                    self.ns_run(intf.node, ["ip", "link", "set", intf.name, "address", intf.mac])
+                    self.ns_run(intf.node, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}",
+                                            "dev", intf.name])
+                    self.ns_run(intf.node, ["ip", "link", "set", intf.name, "up"])
+                    self.ns_run(intf.node, ["ip", "route", "replace", "default", "via",
+                                            intf.peer_ip, "dev", intf.name])
+                    disable_offloads(intf.name, ns)
                 else:
+                    _run(["ip", "link", "set", name, "address", intf.mac])
                     _run(["ip", "link", "set", name, "up"])
                     _run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False)
                     disable_offloads(name)
 
     def _start_switches(self) -> None:
-        for name in sorted(self.topo.switches):
-            sw = self.topo.switches[name]
-            ports = {p: self.port_intf(name, p) for p in self.topo.switch_ports(name)}
-            bm = BMv2Switch(name, sw.device_id, ports, grpc_port=pick_free_port(),
+        for name, spec in self.specs.items():
+            ports = {p: self.port_intf(name, p) for p in spec.port_numbers()}
+            bm = BMv2Switch(name, spec.device_id, ports, grpc_port=pick_free_port(),
                             thrift_port=pick_free_port(), log_dir=self.log_dir,
                             log=self.bmv2_log, pcap=self.pcap)
             bm.start()
@@ -170,13 +193,13 @@ class P4Testbed:
             conn.set_pipeline(self.p4info, config)
             depths = {port: q.depth for (s, port), q in self.queues.items()
                       if s == name and q.depth}
-            install_entries(conn, switch_entries(self.topo, name,
+            install_entries(conn, switch_entries(self.specs[name],
                                                  ecn_threshold=self.ecn_threshold,
                                                  queue_depths=depths))
 
     def bucket_shifts(self, switch: str) -> dict[int, int]:
         return {p: qbucket_shift(self.queues.get((switch, p), LinkQueue()).depth)
-                for p in self.topo.switch_ports(switch)}
+                for p in self.specs[switch].port_numbers()}
 
     # -- run ---------------------------------------------------------------------------------
     def ns_cmd(self, host: str, cmd: Sequence[str]) -> list[str]:

@@ -41,11 +41,18 @@ class Toolchain:
         return self.paths[name]
 
 
+ONLY_ENV = "P4_TOOLCHAIN_ONLY"  # "1": search only $P4_TOOLCHAIN (not the defaults, not PATH)
+
+
 def find_toolchain() -> Toolchain:
+    """Search $P4_TOOLCHAIN, DEFAULT_PREFIXES, then PATH; with P4_TOOLCHAIN_ONLY=1 only
+    $P4_TOOLCHAIN (lets tests and users pin one installation, or simulate none)."""
+    only = os.environ.get(ONLY_ENV) == "1"
     prefixes = []
     if os.environ.get("P4_TOOLCHAIN"):
         prefixes.append(os.environ["P4_TOOLCHAIN"])
-    prefixes.extend(DEFAULT_PREFIXES)
+    if not only:
+        prefixes.extend(DEFAULT_PREFIXES)
     found: dict[str, str] = {}
     for name in REQUIRED + OPTIONAL:
         for prefix in prefixes:
@@ -54,7 +61,7 @@ def find_toolchain() -> Toolchain:
                 found[name] = str(candidate)
                 break
         else:
-            on_path = shutil.which(name)
+            on_path = None if only else shutil.which(name)
             if on_path:
                 found[name] = on_path
     return Toolchain(found)

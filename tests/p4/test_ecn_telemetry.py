@@ -1,7 +1,7 @@
 """ecn_telemetry.p4 on a real BMv2: two hosts in namespaces of our own on one switch, pipeline
 pushed over P4Runtime, packets sent and captured with scapy.
 
-    h1 (10.99.0.1) --port 1-- s1 --port 2-- h2 (10.99.0.2)
+    h1 (10.0.0.1) --port 1-- s1 --port 2-- h2 (10.0.1.1)     (addresses from the NetworkPlan)
 
 Congestion is made deterministic with BMv2's own egress queue: a low `set_queue_rate` on port 2
 and a burst from h1 build the queue, so enq_qdepth crosses the threshold."""
@@ -18,33 +18,23 @@ import pytest
 from mn_harness.p4.entries import (
     NO_MARKING,
     JobRule,
-    Topology,
     job_entries,
     job_port_index,
-    port_mac,
     qdepth_index,
 )
 from mn_harness.p4.runtime import P4Info
 from mn_harness.p4.telemetry import TelemetryReader
-from mn_harness.p4.testbed import P4Testbed
+from mn_harness.p4.testbed import P4Testbed, make_plan
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 
 PKT_TOOL = str(Path(__file__).with_name("pkt_tool.py"))
-H1 = ("10.99.0.1", "00:00:0a:63:00:01")
-H2 = ("10.99.0.2", "00:00:0a:63:00:02")
 UDP_PORT = 9999
 ECT0, ECT1, CE = 2, 1, 3
 
 
 def topology():
-    t = Topology()
-    t.add_host("h1", *H1)
-    t.add_host("h2", *H2)
-    t.add_switch("s1", 1)
-    t.add_link("h1", "s1", None, 1)
-    t.add_link("h2", "s1", None, 2)
-    return t
+    return make_plan(["h1", "h2"], ["s1"], [("h1", "s1"), ("h2", "s1")])
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +63,14 @@ def set_threshold(bed, threshold, shift=1):
 
 def exchange(bed, packets, expected, timeout=8.0):
     """Send `packets` (dicts for pkt_tool) from h1 to h2 in one burst; return what h2 got."""
-    sniffer = bed.host_popen("h2", [sys.executable, PKT_TOOL, "sniff", "eth0", str(UDP_PORT),
+    sniffer = bed.host_popen("h2", [sys.executable, PKT_TOOL, "sniff", "h2-eth0", str(UDP_PORT),
                                     str(timeout), str(expected)])
     line = sniffer.stdout.readline()
     assert line.strip() == "ready", sniffer.stderr.read()
     time.sleep(0.2)
-    spec = {"src_mac": H1[1], "dst_mac": port_mac(1, 1), "src_ip": H1[0], "dst_ip": H2[0],
-            "dport": UDP_PORT, "packets": packets}
-    bed.host_run("h1", [sys.executable, PKT_TOOL, "send", "eth0", json.dumps(spec)])
+    spec = {"src_mac": bed.mac("h1"), "dst_mac": bed.gateway_mac("h1"), "src_ip": bed.ip("h1"),
+            "dst_ip": bed.ip("h2"), "dport": UDP_PORT, "packets": packets}
+    bed.host_run("h1", [sys.executable, PKT_TOOL, "send", "h1-eth0", json.dumps(spec)])
     out, err = sniffer.communicate(timeout=timeout + 10)
     assert sniffer.returncode == 0, err
     got = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
@@ -115,12 +105,15 @@ def test_compile_is_cached(bed):
 
 
 def test_arp_answered_by_switch_and_ping_forwarded(bed, s1):
-    proc = bed.host_run("h1", ["ping", "-c", "3", "-i", "0.2", "-W", "2", H2[0]], check=False)
+    proc = bed.host_run("h1", ["ping", "-c", "3", "-i", "0.2", "-W", "2", bed.ip("h2")],
+                        check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    neigh = bed.host_run("h1", ["ip", "neigh", "show", H2[0]]).stdout
-    assert port_mac(1, 1) in neigh
-    neigh2 = bed.host_run("h2", ["ip", "neigh", "show", H1[0]]).stdout
-    assert port_mac(1, 2) in neigh2
+    # hosts route via their switch port's address; the switch answered ARP for it
+    gw1 = bed.plan.gateway("h1").peer_ip
+    neigh = bed.host_run("h1", ["ip", "neigh", "show", gw1]).stdout
+    assert bed.gateway_mac("h1") in neigh
+    neigh2 = bed.host_run("h2", ["ip", "neigh", "show", bed.plan.gateway("h2").peer_ip]).stdout
+    assert bed.gateway_mac("h2") in neigh2
 
 
 def test_forwarding_rewrites_macs_decrements_ttl_fixes_checksum(bed, s1):
@@ -129,7 +122,7 @@ def test_forwarding_rewrites_macs_decrements_ttl_fixes_checksum(bed, s1):
     for p in got:
         assert p["ttl"] == 64 - p["seq"] - 1
         assert p["csum_ok"]
-        assert p["src_mac"] == port_mac(1, 2) and p["dst_mac"] == H2[1]
+        assert p["src_mac"] == bed.gateway_mac("h2") and p["dst_mac"] == bed.mac("h2")
 
 
 def test_ttl_expired_is_dropped(bed, s1):
@@ -226,9 +219,9 @@ def test_telemetry_sampling_rate_and_queue_series(bed, s1):
     print(f"\ntelemetry: {rate:.0f} samples/s (2 ports, 8 jobs, one Read RPC each)")
     assert rate >= 50
     # a congested burst shows up in the next samples as depth and marks
-    sender = bed.host_popen("h1", [sys.executable, PKT_TOOL, "send", "eth0", json.dumps(
-        {"src_mac": H1[1], "dst_mac": port_mac(1, 1), "src_ip": H1[0], "dst_ip": H2[0],
-         "dport": UDP_PORT, "packets": burst(60, lambda i: (2 << 2) | ECT0)})])
+    sender = bed.host_popen("h1", [sys.executable, PKT_TOOL, "send", "h1-eth0", json.dumps(
+        {"src_mac": bed.mac("h1"), "dst_mac": bed.gateway_mac("h1"), "src_ip": bed.ip("h1"),
+         "dst_ip": bed.ip("h2"), "dport": UDP_PORT, "packets": burst(60, lambda i: (2 << 2) | ECT0)})])
     samples = []
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:
@@ -264,12 +257,7 @@ def test_real_tcp_ecn_keeps_the_bmv2_queue_at_the_threshold():
     the queue fills; with ECN negotiated the switch's marks keep it at the threshold."""
     import statistics
 
-    t = Topology()
-    t.add_host("h1", "10.96.0.1", "00:00:0a:60:00:01")
-    t.add_host("h2", "10.96.0.2", "00:00:0a:60:00:02")
-    t.add_switch("s1", 1)
-    t.add_link("h1", "s1", None, 1)
-    t.add_link("h2", "s1", None, 2)
+    t = topology()
     from mn_harness.p4.testbed import LinkQueue
     result = {}
     for ecn in (0, 1):
