@@ -85,7 +85,8 @@ def clean(log=print, include_live: bool = False) -> int:
         if still_running and not include_live:
             log(f"skipping run {data['run_id']}: its harness (pid {harness}) is still running")
             continue
-        for pid, marker in data.get("processes", []):
+        dataplane = data.get("dataplane") or {}
+        for pid, marker in data.get("processes", []) + dataplane.get("processes", []):
             if kill_process(pid, marker):
                 log(f"killed pid {pid} ({marker})")
                 removed += 1

@@ -20,6 +20,7 @@ the first per-update errors.
 from __future__ import annotations
 
 import ipaddress
+import os
 import queue
 import re
 import threading
@@ -28,7 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
+# The harness forks (subprocess) while the telemetry thread is inside gRPC; every child execs at
+# once, so gRPC's fork handlers are not needed (and would log "skipping fork() handlers").
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+import grpc  # noqa: E402
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc

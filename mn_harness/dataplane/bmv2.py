@@ -1,0 +1,427 @@
+"""The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running p4src/ecn_telemetry.p4,
+programmed over P4Runtime from the same NetworkPlan (addresses, shortest paths) as the Linux
+data plane.
+
+Namespaces, never the root namespace
+    Each switch is a Mininet node of its own (a namespace with IP forwarding off); its veths live
+    only there and the switch process runs inside it (`mnexec -a <node pid> simple_switch_grpc`).
+    Nothing is created in the root namespace, so concurrent runs with the same interface names
+    cannot collide and `mn-harness clean` never has to guess. The harness reaches the switch's
+    P4Runtime server over a unix socket in a per-run directory (`--grpc-server-addr
+    unix:/tmp/mn-harness-bmv2-*/s1.sock`; PI's gRPC server accepts unix: addresses, the
+    file system is shared across network namespaces); the Thrift runtime (queue depth/rate) listens
+    on the namespace's own loopback, so `simple_switch_CLI` runs inside the namespace too and every
+    switch may use port 9090.
+
+The bottleneck queue is BMv2's own
+    Per egress port: `set_queue_depth` = the link's `queue` (packets) and `set_queue_rate` = its
+    `bw` in 1514-byte frames per second. A link's `delay` is a netem qdisc (no rate, large limit)
+    on the switch port, after BMv2's queue. Hosts keep their HTB shaping from the network builder
+    (their own egress), send MTU-sized frames (`host_gso_max_segs` = 1: BMv2 forwards frames one
+    by one) with checksums filled in (tx checksum offload off: frames cross BMv2 through libpcap),
+    and negotiate ECN (`net.ipv4.tcp_ecn=1`). Switch ports: all offloads off.
+
+ECN
+    Marked CE by the switch when the egress queue depth at enqueue is >= the switch's
+    `ecn_threshold` (YAML, packets; default DEFAULT_ECN_THRESHOLD = 20, a DCTCP-style K for
+    100-packet queues). A threshold above the queue size turns marking off in effect.
+
+Jobs
+    job ids 1, 2, ... in job order; `job_classify` entries from the plan (TCP between the two
+    hosts of each ring hop, either direction) attribute bytes and marks to jobs.
+
+Telemetry (`start_telemetry`)
+    A thread reads every switch's counters (TelemetryReader, one Read RPC per switch) at
+    `sample_hz` (default 100, env MN_HARNESS_BMV2_SAMPLE_HZ) and appends to `queue.csv`, flushed
+    every ~0.2 s so an interrupted run keeps it. One row per switch port per sample:
+
+    t        seconds since the experiment start t0 (CLOCK_MONOTONIC, the workers' time axis)
+    switch, port, link   switch name, BMv2 port number, directed link label ("s1->s2")
+    depth    mean egress queue depth (packets) seen at enqueue by the packets of the interval
+             (0 when no packet arrived); depth_max the largest
+    packets  packets enqueued in the interval
+    marks    CE marks set on this port *in this sample's interval* (per sample, not cumulative)
+    bytes_<job>  bytes of that job sent out of this port in the interval
+
+    `stop_telemetry()` returns {"queue": {"s1:2": {link, max_depth, mean_depth (packet-weighted),
+    packets, marks}}, "ecn_marks": {job: marks on all ports}, "telemetry": {samples, samples_per_s}}.
+
+Processes
+    `state()` lists the switch pids with marker "simple_switch_grpc" (`mn-harness clean` kills them
+    after a crash); switches also die with the harness (PR_SET_PDEATHSIG) and with their namespace
+    node. `stop()` stops all of them and removes the socket directory; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from mininet.net import Mininet
+from mininet.node import Node
+
+from mn_harness.config import SwitchConfig
+from mn_harness.dataplane.base import Dataplane, DataplaneError
+from mn_harness.network.commands import run_in
+from mn_harness.network.errors import MissingKernelFeature, NetworkError
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.shaping import MTU_BYTES
+from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pps_for_rate
+from mn_harness.p4.compile import compile_p4
+from mn_harness.p4.entries import (
+    install_entries,
+    job_ids,
+    plan_job_rules,
+    qbucket_shift,
+    switch_entries,
+    switch_specs,
+)
+from mn_harness.p4.errors import P4Error
+from mn_harness.p4.runtime import P4Info, SwitchConnection
+from mn_harness.p4.telemetry import TelemetryReader
+from mn_harness.p4.toolchain import find_toolchain
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+P4SRC = REPO_ROOT / "p4src"
+DEFAULT_PROGRAM = "ecn_telemetry"
+DEFAULT_ECN_THRESHOLD = 20  # packets
+THRIFT_PORT = 9090           # on each switch namespace's own loopback
+SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"
+DEFAULT_SAMPLE_HZ = 100.0
+FLUSH_EVERY_S = 0.2
+
+
+def _cli_has_thrift(cli: str) -> bool:
+    """simple_switch_CLI runs with this interpreter when it has thrift, else with its shebang's."""
+    if importlib.util.find_spec("thrift") is not None:
+        return True
+    try:
+        with open(cli, "rb") as fh:
+            shebang = fh.readline().decode(errors="replace")
+    except OSError:
+        return False
+    if not shebang.startswith("#!"):
+        return False
+    argv = shebang[2:].split()
+    if not argv:
+        return False
+    try:
+        proc = subprocess.run([*argv, "-c", "import thrift"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+class Bmv2SwitchNode(Node):
+    """A namespace for one BMv2 switch: loopback up (Thrift), no IP forwarding, no IPv6 chatter."""
+
+    def config(self, **params):
+        result = super().config(**params)
+        run_in(self.pid, ["ip", "link", "set", "lo", "up"])
+        run_in(self.pid, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"], check=False)
+        run_in(self.pid, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        run_in(self.pid, ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+        return result
+
+
+def resolve_program(name: str | None) -> Path:
+    """A SwitchConfig.program: None -> ecn_telemetry; a name -> p4src/<name>.p4; or a path.
+    The program must keep ecn_telemetry's tables and counters (entries and telemetry use them)."""
+    name = name or DEFAULT_PROGRAM
+    for candidate in (P4SRC / f"{name}.p4", Path(name)):
+        if candidate.is_file():
+            return candidate
+    raise DataplaneError(f"P4 program {name!r} not found (looked for {P4SRC / (name + '.p4')} "
+                         f"and {name})")
+
+
+class Bmv2Dataplane(Dataplane):
+    name = "bmv2"
+
+    def __init__(self, sample_hz: float | None = None, bmv2_log: bool = False):
+        self.sample_hz = float(sample_hz or os.environ.get(SAMPLE_HZ_ENV) or DEFAULT_SAMPLE_HZ)
+        if self.sample_hz <= 0:
+            raise DataplaneError(f"telemetry sample rate must be > 0, got {self.sample_hz}")
+        self.bmv2_log = bmv2_log
+        self.configs: dict[str, SwitchConfig] = {}
+        self.nodes: dict[str, Node] = {}
+        self.switches: dict[str, BMv2Switch] = {}
+        self.conns: dict[str, SwitchConnection] = {}
+        self.plan: NetworkPlan | None = None
+        self.run_dir: Path | None = None
+        self._collector: _Collector | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        tc = find_toolchain()
+        if not tc.complete:
+            return tc.missing_reason()
+        if not _cli_has_thrift(tc.bin("simple_switch_CLI")):
+            return ("simple_switch_CLI needs the Python thrift module: apt-get install python3-thrift "
+                    "(and a venv made with --system-site-packages) or pip install thrift")
+        for tool, package in (("mnexec", "mininet"), ("ethtool", "ethtool")):
+            if shutil.which(tool) is None:
+                return f"{tool} not found: apt-get install {package}"
+        return None
+
+    # -- Dataplane interface -----------------------------------------------------------------
+    def add_switch(self, net: Mininet, switch: SwitchConfig, plan: NetworkPlan) -> Node:
+        node = net.addHost(switch.name, cls=Bmv2SwitchNode, ip=None)
+        self.configs[switch.name] = switch
+        self.nodes[switch.name] = node
+        return node
+
+    def host_gso_max_segs(self, configured: int) -> int:
+        return 1
+
+    def host_sysctls(self) -> dict[str, str]:
+        return {"net.ipv4.tcp_ecn": "1"}
+
+    def configure(self, net: Mininet, plan: NetworkPlan) -> None:
+        self.plan = plan
+        specs = switch_specs(plan)
+        programs = {name: compile_p4(resolve_program(cfg.program)) for name, cfg in self.configs.items()}
+        self.run_dir = Path(tempfile.mkdtemp(prefix="mn-harness-bmv2-"))
+        rules = plan_job_rules(plan)
+        try:
+            # hosts: frames cross BMv2 through libpcap, so checksums must be filled in by the host
+            for host in plan.experiment.hosts:
+                intf = plan.gateway(host)
+                run_in(net[host].pid, ["ethtool", "-K", intf.name, "tx", "off", "sg", "off",
+                                       "tso", "off", "gso", "off", "gro", "off"], check=False)
+            for name, node in self.nodes.items():
+                self._configure_switch(name, node, plan, specs[name], programs[name], rules)
+        except P4Error as exc:
+            raise DataplaneError(f"bmv2: {exc}".splitlines()[0]) from exc
+
+    def _configure_switch(self, name, node, plan, spec, program, rules) -> None:
+        node.config()
+        prefix = ["mnexec", "-a", str(node.pid)]
+        intfs = plan.interfaces.get(name, [])
+        for intf in intfs:
+            run_in(node.pid, ["ip", "addr", "flush", "dev", intf.name])
+            run_in(node.pid, ["ip", "link", "set", intf.name, "up"])
+            disable_offloads(intf.name, exec_prefix=prefix)
+            if intf.link.delay_s > 0:
+                self._delay(node.pid, intf)
+        sw = BMv2Switch(name, spec.device_id, {i.port: i.name for i in intfs}, grpc_port=0,
+                        thrift_port=THRIFT_PORT, exec_prefix=prefix,
+                        grpc_socket=self.run_dir / f"{name}.sock", log_dir=self.run_dir / name,
+                        log=self.bmv2_log)
+        with self._lock:
+            self.switches[name] = sw
+        sw.start()
+        sw.configure_queues({i.port: QueueConfig(depth=i.link.queue_packets,
+                                                 rate_pps=pps_for_rate(i.link.bw_bps / 1e6, MTU_BYTES))
+                             for i in intfs})
+        conn = SwitchConnection(sw.grpc_address, spec.device_id, name=name).connect()
+        self.conns[name] = conn
+        conn.set_pipeline(P4Info.from_file(program.p4info_path), program.read_json())
+        threshold = self.configs[name].ecn_threshold or DEFAULT_ECN_THRESHOLD
+        install_entries(conn, switch_entries(spec, ecn_threshold=threshold,
+                                             queue_depths={i.port: i.link.queue_packets for i in intfs},
+                                             job_rules=rules))
+
+    @staticmethod
+    def _delay(pid: int, intf) -> None:
+        try:
+            run_in(pid, ["tc", "qdisc", "replace", "dev", intf.name, "root", "netem", "delay",
+                         f"{intf.link.delay_s * 1e6:.0f}us", "limit", "100000"])
+        except NetworkError as exc:
+            if "unknown" in str(exc).lower() or "No such file" in str(exc):
+                raise MissingKernelFeature(
+                    f"link {intf.link.name}: delay needs the sch_netem kernel module, absent in "
+                    "this kernel (install linux-modules-extra-$(uname -r), or remove `delay`)"
+                ) from None
+            raise
+
+    # -- telemetry ---------------------------------------------------------------------------
+    def start_telemetry(self, out_dir: Path, t0: float) -> None:
+        if self.plan is None or not self.conns:
+            return
+        self.stop_telemetry()
+        jobs = job_ids(self.plan)
+        readers = []
+        links = {}
+        for name, conn in self.conns.items():
+            intfs = self.plan.interfaces.get(name, [])
+            shifts = {i.port: qbucket_shift(i.link.queue_packets) for i in intfs}
+            readers.append(TelemetryReader(conn, name, [i.port for i in intfs], jobs.values(), shifts))
+            links.update({(name, i.port): f"{name}->{i.peer_node}" for i in intfs})
+        self._collector = _Collector(Path(out_dir) / "queue.csv", readers, jobs, links, t0,
+                                     self.sample_hz)
+        self._collector.start()
+
+    def stop_telemetry(self) -> dict:
+        collector, self._collector = self._collector, None
+        if collector is None:
+            return {}
+        collector.stop()
+        return collector.summary()
+
+    def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
+        return {}
+
+    def state(self) -> dict:
+        with self._lock:
+            pids = [sw.pid for sw in self.switches.values() if sw.running]
+        return {"processes": [[pid, "simple_switch_grpc"] for pid in pids],
+                "run_dir": str(self.run_dir) if self.run_dir else None}
+
+    def processes(self) -> list[tuple[int, str]]:
+        return [(pid, marker) for pid, marker in self.state()["processes"]]
+
+    def stop(self) -> None:
+        try:
+            self.stop_telemetry()
+        finally:
+            for conn in self.conns.values():
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - teardown goes on
+                    pass
+            self.conns.clear()
+            with self._lock:
+                switches = list(self.switches.values())
+                self.switches.clear()
+            for sw in switches:
+                sw.stop()
+            if self.run_dir is not None:
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+                self.run_dir = None
+
+
+# -- queue.csv ---------------------------------------------------------------------------------
+
+def queue_columns(job_names) -> list[str]:
+    return ["t", "switch", "port", "link", "depth", "depth_max", "packets", "marks",
+            *[f"bytes_{j}" for j in job_names]]
+
+
+class QueueSummary:
+    """Accumulates queue.csv rows into the summary fields (also used to summarise a file)."""
+
+    def __init__(self, job_names):
+        self.job_names = list(job_names)
+        self.ports: dict[str, dict] = {}
+        self.ecn_marks = {j: 0 for j in self.job_names}
+        self.samples = 0
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+
+    def add_tick(self, t: float) -> None:
+        self.samples += 1
+        self.first_t = t if self.first_t is None else self.first_t
+        self.last_t = t
+
+    def add_row(self, switch: str, port, link: str, depth: float, depth_max: float, packets: int,
+                marks: int, job_marks: dict[str, int] | None = None) -> None:
+        p = self.ports.setdefault(f"{switch}:{port}", {"link": link, "max_depth": 0.0,
+                                                       "_depth_sum": 0.0, "packets": 0, "marks": 0})
+        p["max_depth"] = max(p["max_depth"], depth_max)
+        p["_depth_sum"] += depth * packets
+        p["packets"] += packets
+        p["marks"] += marks
+        for job, n in (job_marks or {}).items():
+            self.ecn_marks[job] = self.ecn_marks.get(job, 0) + n
+
+    def result(self) -> dict:
+        queue = {}
+        for key, p in self.ports.items():
+            queue[key] = {"link": p["link"], "max_depth": p["max_depth"],
+                          "mean_depth": round(p["_depth_sum"] / p["packets"], 3) if p["packets"] else 0.0,
+                          "packets": p["packets"], "marks": p["marks"]}
+        span = (self.last_t - self.first_t) if self.samples > 1 else 0.0
+        rate = round((self.samples - 1) / span, 1) if span > 0 else 0.0
+        return {"queue": queue, "ecn_marks": dict(self.ecn_marks),
+                "telemetry": {"samples": self.samples, "samples_per_s": rate}}
+
+
+def summarise_queue_csv(path: Path | str, job_marks: dict[str, int] | None = None) -> dict:
+    """Summary fields from a queue.csv (per-port max / packet-weighted mean depth, marks,
+    sample rate). Per-job marks are not in the file; pass them if known."""
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        jobs = [c[len("bytes_"):] for c in reader.fieldnames or [] if c.startswith("bytes_")]
+        summary = QueueSummary(jobs)
+        ticks = set()
+        for r in reader:
+            t = float(r["t"])
+            if t not in ticks:
+                ticks.add(t)
+                summary.add_tick(t)
+            depth = float(r["depth"])
+            summary.add_row(r["switch"], r["port"], r.get("link", ""), depth,
+                            float(r.get("depth_max") or depth), int(float(r.get("packets") or 0)),
+                            int(float(r["marks"] or 0)))
+    result = summary.result()
+    result["ecn_marks"] = dict(job_marks or {})
+    return result
+
+
+class _Collector(threading.Thread):
+    def __init__(self, path: Path, readers: list[TelemetryReader], jobs: dict[str, int],
+                 links: dict, t0: float, sample_hz: float):
+        super().__init__(name="bmv2-telemetry", daemon=True)
+        self.path = path
+        self.readers = readers
+        self.jobs = jobs                       # name -> id
+        self.names = {v: k for k, v in jobs.items()}
+        self.links = links
+        self.t0 = t0
+        self.period = 1.0 / sample_hz
+        self._halt = threading.Event()
+        self.acc = QueueSummary(jobs)
+        self.error: str | None = None
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=10)
+
+    def summary(self) -> dict:
+        out = self.acc.result()
+        if self.error:
+            out["telemetry"]["error"] = self.error
+        return out
+
+    def run(self) -> None:
+        with open(self.path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(queue_columns(self.jobs))
+            for r in self.readers:
+                r.sample()  # baseline
+            last_flush = time.monotonic()
+            next_t = time.monotonic() + self.period
+            while not self._halt.is_set():
+                delay = next_t - time.monotonic()
+                if delay > 0 and self._halt.wait(delay):
+                    break
+                next_t += self.period
+                if next_t < time.monotonic():  # fell behind: do not burst to catch up
+                    next_t = time.monotonic() + self.period
+                t = time.monotonic() - self.t0
+                try:
+                    samples = [s for r in self.readers for s in r.sample()]
+                except Exception as exc:  # noqa: BLE001 - a dying switch ends sampling, not the run
+                    self.error = str(exc).splitlines()[0]
+                    break
+                self.acc.add_tick(t)
+                for s in samples:
+                    link = self.links.get((s.switch, s.port), "")
+                    job_marks = {self.names[j]: n for j, n in s.job_marks.items()}
+                    self.acc.add_row(s.switch, s.port, link, s.depth.mean, s.depth.max,
+                                     s.depth.packets, s.marks, job_marks)
+                    writer.writerow([f"{t:.4f}", s.switch, s.port, link, f"{s.depth.mean:.2f}",
+                                     f"{s.depth.max:g}", s.depth.packets, s.marks,
+                                     *[s.job_bytes.get(self.jobs[j], 0) for j in self.jobs]])
+                if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                    fh.flush()
+                    last_flush = time.monotonic()

@@ -1,0 +1,86 @@
+"""The harness on `dataplane: bmv2`: the demo dumbbell scaled to BMv2 speeds (50 Mbit/s links,
+1.25 MB per iteration, so a job alone communicates ~200 ms), a few iterations per run.
+
+Checks: every iteration row, queue.csv sampled at >= 50/s with the bottleneck queue building,
+ECN marks counted for both jobs; DCTCP keeps the bottleneck queue near the marking threshold
+while CUBIC without marking (threshold above the queue size) fills it; nothing left behind."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mn_harness.config import Experiment
+from mn_harness.runner import run_experiment
+
+pytestmark = [pytest.mark.bmv2, pytest.mark.root]
+ROOT = Path(__file__).resolve().parents[2]
+BOTTLENECK = ("s1", "3")  # s1's port towards s2 (ports in link order: h1=1, h2=2, s2=3)
+
+
+def demo(cc="cubic", threshold=20, iterations=5) -> Experiment:
+    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs-bmv2.yaml").read_text())
+    raw["switches"] = [{"name": s, "ecn_threshold": threshold} for s in ("s1", "s2")]
+    for job in raw["jobs"]:
+        job.update(iterations=iterations, cc=cc)
+    raw["run"]["dataplane"] = "bmv2"
+    return Experiment.from_dict(raw, "bmv2-demo")
+
+
+def run(exp: Experiment, tmp_path: Path) -> tuple[Path, dict, list[dict]]:
+    results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
+    summary = json.loads((results / "summary.json").read_text())
+    with open(results / "queue.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    return results, summary, rows
+
+
+def no_leftovers(results: Path) -> None:
+    ps = subprocess.run(["pgrep", "-af", "simple_switch_grpc"], capture_output=True, text=True)
+    assert "mn-harness-bmv2-" not in ps.stdout, ps.stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "s1-eth" not in links and "h1-eth" not in links  # nothing in the root namespace
+
+
+def test_demo_runs_on_bmv2_with_queue_series_and_marks(tmp_path):
+    exp = demo()
+    results, summary, rows = run(exp, tmp_path)
+    assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
+    with open(results / "iterations.csv") as fh:
+        keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in csv.DictReader(fh)}
+    assert keys == {(j.name, r, i) for j in exp.jobs for r in range(j.n) for i in range(j.iterations)}
+
+    assert set(rows[0]) >= {"t", "switch", "port", "depth", "marks", "bytes_job1", "bytes_job2"}
+    times = sorted({float(r["t"]) for r in rows})
+    rate = (len(times) - 1) / (times[-1] - times[0])
+    bottleneck = [r for r in rows if (r["switch"], r["port"]) == BOTTLENECK]
+    print(f"\nsamples/s {rate:.0f}; bottleneck {summary['queue']['s1:3']}; "
+          f"marks {summary['ecn_marks']}")
+    assert rate >= 50 and summary["telemetry"]["samples_per_s"] >= 50
+    assert max(float(r["depth"]) for r in bottleneck) > 0
+    assert summary["queue"]["s1:3"]["link"] == "s1->s2"
+    assert summary["queue"]["s1:3"]["max_depth"] > 0
+    assert summary["ecn_marks"]["job1"] > 0 and summary["ecn_marks"]["job2"] > 0
+    # per-sample marks on the bottleneck add up to the summary's count for that port
+    assert sum(int(r["marks"]) for r in bottleneck) == summary["queue"]["s1:3"]["marks"]
+    assert sum(int(r["bytes_job1"]) for r in bottleneck) > 0
+    assert sum(int(r["bytes_job2"]) for r in bottleneck) > 0
+    no_leftovers(results)
+
+
+def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(tmp_path):
+    _, dctcp, _ = run(demo(cc="dctcp", threshold=20, iterations=4), tmp_path / "dctcp")
+    _, cubic, _ = run(demo(cc="cubic", threshold=1000, iterations=4), tmp_path / "cubic")
+    d, c = dctcp["queue"]["s1:3"], cubic["queue"]["s1:3"]
+    print(f"\nbottleneck s1->s2: dctcp (K=20) mean {d['mean_depth']} max {d['max_depth']} "
+          f"marks {d['marks']}; cubic (no marking) mean {c['mean_depth']} max {c['max_depth']}")
+    assert dctcp["status"] == cubic["status"] == "completed"
+    assert c["marks"] == 0 and d["marks"] > 0
+    assert c["max_depth"] >= 80                 # the 100-packet queue fills
+    assert d["mean_depth"] <= 30                # near K = 20
+    assert d["mean_depth"] < 0.75 * c["mean_depth"]
