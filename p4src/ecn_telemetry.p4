@@ -58,64 +58,7 @@
 #include <core.p4>
 #include <v1model.p4>
 
-#define MAX_PORTS 32
-#define PORT_MASK 31
-#define MAX_JOBS 64
-#define QBUCKETS 64
-#define QBUCKET_MAX 63
-
-const bit<16> TYPE_IPV4 = 0x0800;
-const bit<16> TYPE_ARP  = 0x0806;
-const bit<8>  PROTO_TCP = 6;
-const bit<8>  PROTO_UDP = 17;
-const bit<16> ARP_REQUEST = 1;
-const bit<16> ARP_REPLY   = 2;
-const bit<2>  ECN_NOT_ECT = 0;
-const bit<2>  ECN_CE      = 3;
-
-typedef bit<9>  port_t;
-typedef bit<48> mac_t;
-typedef bit<32> ip4_t;
-
-header ethernet_t {
-    mac_t   dstAddr;
-    mac_t   srcAddr;
-    bit<16> etherType;
-}
-
-header arp_t {
-    bit<16> htype;
-    bit<16> ptype;
-    bit<8>  hlen;
-    bit<8>  plen;
-    bit<16> oper;
-    mac_t   sha;
-    ip4_t   spa;
-    mac_t   tha;
-    ip4_t   tpa;
-}
-
-header ipv4_t {
-    bit<4>  version;
-    bit<4>  ihl;
-    bit<6>  dscp;
-    bit<2>  ecn;
-    bit<16> totalLen;
-    bit<16> identification;
-    bit<3>  flags;
-    bit<13> fragOffset;
-    bit<8>  ttl;
-    bit<8>  protocol;
-    bit<16> hdrChecksum;
-    ip4_t   srcAddr;
-    ip4_t   dstAddr;
-}
-
-/* First 4 bytes of TCP and UDP: the ports. Only parsed when the IPv4 header has no options. */
-header l4_ports_t {
-    bit<16> srcPort;
-    bit<16> dstPort;
-}
+#include "include/ecn_headers.p4"
 
 struct headers_t {
     ethernet_t ethernet;
@@ -132,26 +75,7 @@ struct metadata_t {
 
 parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
-    state start {
-        packet.extract(hdr.ethernet);
-        transition select(hdr.ethernet.etherType) {
-            TYPE_IPV4: parse_ipv4;
-            TYPE_ARP: parse_arp;
-            default: accept;
-        }
-    }
-    state parse_arp {
-        packet.extract(hdr.arp);
-        transition accept;
-    }
-    state parse_ipv4 {
-        packet.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
-            (5, 0, PROTO_TCP): parse_l4;
-            (5, 0, PROTO_UDP): parse_l4;
-            default: accept;
-        }
-    }
+#include "include/ecn_parser_states.p4"
     state parse_l4 {
         packet.extract(hdr.l4);
         meta.l4_src = hdr.l4.srcPort;
@@ -160,153 +84,25 @@ parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
 }
 
-control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
-    apply { }
-}
+#include "include/ecn_checksum.p4"
 
 control MyIngress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
 
-    counter(MAX_PORTS, CounterType.packets_and_bytes) port_enq;
-
-    action drop() {
-        mark_to_drop(standard_metadata);
-    }
-
-    action arp_reply(mac_t port_mac) {
-        ip4_t target = hdr.arp.tpa;
-        hdr.arp.oper = ARP_REPLY;
-        hdr.arp.tha = hdr.arp.sha;
-        hdr.arp.tpa = hdr.arp.spa;
-        hdr.arp.sha = port_mac;
-        hdr.arp.spa = target;
-        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
-        hdr.ethernet.srcAddr = port_mac;
-        standard_metadata.egress_spec = standard_metadata.ingress_port;
-    }
-
-    table arp_responder {
-        key = { standard_metadata.ingress_port: exact; }
-        actions = { arp_reply; drop; }
-        default_action = drop();
-        size = MAX_PORTS;
-    }
-
-    action forward(port_t port, mac_t src_mac, mac_t dst_mac) {
-        standard_metadata.egress_spec = port;
-        hdr.ethernet.srcAddr = src_mac;
-        hdr.ethernet.dstAddr = dst_mac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-    }
-
-    table ipv4_lpm {
-        key = { hdr.ipv4.dstAddr: lpm; }
-        actions = { forward; drop; }
-        default_action = drop();
-        size = 4096;
-    }
-
-    action set_job(bit<6> job) {
-        meta.job = job;
-    }
-
-    action job_from_dscp() {
-        meta.job = hdr.ipv4.dscp;
-    }
-
-    table job_classify {
-        key = {
-            hdr.ipv4.srcAddr: ternary;
-            hdr.ipv4.dstAddr: ternary;
-            hdr.ipv4.protocol: ternary;
-            meta.l4_src: ternary @name("l4_src");
-            meta.l4_dst: ternary @name("l4_dst");
-            hdr.ipv4.dscp: ternary;
-        }
-        actions = { set_job; job_from_dscp; }
-        default_action = job_from_dscp();
-        size = 1024;
-    }
+#include "include/ecn_ingress_decls.p4"
 
     apply {
-        if (hdr.arp.isValid()) {
-            if (hdr.arp.oper == ARP_REQUEST && hdr.arp.ptype == TYPE_IPV4) {
-                arp_responder.apply();
-            } else {
-                drop();
-            }
-        } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl <= 1) {
-                drop();
-            } else {
-                switch (ipv4_lpm.apply().action_run) {
-                    forward: {
-                        job_classify.apply();
-                        port_enq.count((bit<32>)(standard_metadata.egress_spec & PORT_MASK));
-                    }
-                }
-            }
-        } else {
-            drop();
-        }
+#include "include/ecn_ingress_apply.p4"
     }
 }
 
 control MyEgress(inout headers_t hdr, inout metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
 
-    counter(MAX_PORTS, CounterType.packets_and_bytes) port_tx;
-    counter(MAX_PORTS, CounterType.packets) port_marks;
-    counter(MAX_PORTS * QBUCKETS, CounterType.packets) qdepth_hist;
-    counter(MAX_JOBS * MAX_PORTS, CounterType.packets_and_bytes) job_tx;
-    counter(MAX_JOBS * MAX_PORTS, CounterType.packets) job_marks;
-
-    bit<19> ecn_threshold = 0x7FFFF;
-    bit<5>  qbucket_shift = 0;
-
-    action set_port_cfg(bit<19> threshold, bit<5> bucket_shift) {
-        ecn_threshold = threshold;
-        qbucket_shift = bucket_shift;
-    }
-
-    table egress_port_cfg {
-        key = { standard_metadata.egress_port: exact; }
-        actions = { set_port_cfg; }
-        default_action = set_port_cfg(0x7FFFF, 0);
-        size = MAX_PORTS;
-    }
+#include "include/ecn_egress_decls.p4"
 
     apply {
-        if (hdr.ipv4.isValid()) {
-            egress_port_cfg.apply();
-            bit<32> port = (bit<32>)(standard_metadata.egress_port & PORT_MASK);
-            bit<32> job_index = ((bit<32>)meta.job) * MAX_PORTS + port;
-            bit<19> bucket = standard_metadata.enq_qdepth >> qbucket_shift;
-            if (bucket > QBUCKET_MAX) {
-                bucket = QBUCKET_MAX;
-            }
-            qdepth_hist.count(port * QBUCKETS + (bit<32>)bucket);
-            if (hdr.ipv4.ecn != ECN_NOT_ECT && hdr.ipv4.ecn != ECN_CE
-                    && standard_metadata.enq_qdepth >= ecn_threshold) {
-                hdr.ipv4.ecn = ECN_CE;
-                port_marks.count(port);
-                job_marks.count(job_index);
-            }
-            port_tx.count(port);
-            job_tx.count(job_index);
-        }
-    }
-}
-
-control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
-    apply {
-        update_checksum(
-            hdr.ipv4.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.totalLen,
-              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
-              hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
-            hdr.ipv4.hdrChecksum,
-            HashAlgorithm.csum16);
+#include "include/ecn_egress_apply.p4"
     }
 }
 
