@@ -26,6 +26,15 @@ class WorkerSpec:
     throughput_path: str  # JSON lines, one per iteration (bins of that iteration)
     bin_s: float = 0.010
     connect_timeout_s: float = 20.0
+    # inc_allreduce only (traffic/inc.py); defaults keep ring-only callers unchanged
+    agg_switch_ip: str | None = None  # None: the host's default gateway
+    agg_job_id: int = 0  # 1..63, the job's id on the aggregation switch
+    agg_port: int = 0  # 0: 48640 + agg_job_id
+    inc_slots: int = 32  # window positions the switch holds for the job (2 slots each)
+    inc_window: int = 0  # outstanding chunks; 0: inc_slots
+    inc_scale: float = 65536.0  # fixed point: value * scale, rounded, clipped to int32
+    inc_seed: int = 1  # deterministic inputs, verified every iteration
+    inc_timeout_s: float = 0.05  # minimum retransmission timeout
 
     @property
     def n(self) -> int:

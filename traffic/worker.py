@@ -171,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     spec = WorkerSpec.load(argv[0])
+    if spec.collective == "inc_allreduce":
+        from traffic import inc
+
+        return inc.run(spec, wait_for_go)
     if spec.collective != "ring_allreduce":
         raise SystemExit(f"worker: collective {spec.collective!r} is not implemented by this worker")
     to_right, from_left = connect_ring(spec)
