@@ -15,6 +15,7 @@ import yaml
 from mn_harness.config.errors import ConfigError
 from mn_harness.config.model import (
     EXPERIMENT_RE,
+    INC_MAX_SLOTS,
     JobConfig,
     LinkConfig,
     RunConfig,
@@ -24,6 +25,7 @@ from mn_harness.config.model import (
     check_name,
 )
 
+INC_POOL_SLOTS = 2 * INC_MAX_SLOTS  # AGG_POOL in p4src/aggregation.p4
 TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
 
 
@@ -140,7 +142,28 @@ class Experiment:
             description=description,
         )
         experiment._check_connected()
+        experiment._check_inc_jobs()
         return experiment
+
+    def _check_inc_jobs(self) -> None:
+        """inc_allreduce: every worker's only link goes to the same switch, which runs the
+        aggregation program on the BMv2 data plane (auto may pick it); its slot pool holds the
+        jobs' slots."""
+        programs = {s.name: s.program for s in self.switches}
+        pool: dict[str, int] = {}
+        for i, job in enumerate(self.jobs):
+            if job.collective != "inc_allreduce":
+                continue
+            peers = {next(p for p, _ in self.neighbours()[w]) for w in job.workers}
+            switch = peers.pop() if len(peers) == 1 else None
+            if (switch is None or programs.get(switch) != "aggregation"
+                    or self.run.dataplane not in ("bmv2", "auto")):
+                raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
+                                  "aggregation switch (bmv2 data plane, program: aggregation)")
+            pool[switch] = pool.get(switch, 0) + 2 * job.inc.slots
+            if pool[switch] > INC_POOL_SLOTS:
+                raise ConfigError(f"jobs[{i}].inc.slots", f"the inc jobs on {switch} need "
+                                  f"{pool[switch] // 2} slots, the switch has {INC_POOL_SLOTS // 2}")
 
     def _check_connected(self) -> None:
         adj = self.neighbours()

@@ -116,6 +116,27 @@ class LinkConfig:
         return cls(a, b, bw, queue, delay)
 
 
+INC_MAX_SLOTS = 1024  # window slots per job; aggregation.p4 has 2048 physical slots (2 each)
+
+
+@dataclass(frozen=True)
+class IncConfig:
+    """Options of collective inc_allreduce (traffic/inc.py, p4src/aggregation.p4)."""
+    slots: int = 32  # window: chunks in flight per worker; the switch keeps 2 slots each
+    scale: float = 65536.0  # fixed point: gradient value * scale, rounded, saturating at int32
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> IncConfig:
+        check_keys(raw, path, {"slots", "scale"})
+        slots = _positive_int(raw.get("slots", cls.slots), f"{path}.slots")
+        if slots > INC_MAX_SLOTS:
+            raise ConfigError(f"{path}.slots", f"at most {INC_MAX_SLOTS} slots per job, got {slots}")
+        scale = raw.get("scale", cls.scale)
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < 2**31:
+            raise ConfigError(f"{path}.scale", f"expected a number > 0 and < 2^31, got {scale!r}")
+        return cls(slots, float(scale))
+
+
 @dataclass(frozen=True)
 class JobConfig:
     name: str
@@ -126,6 +147,7 @@ class JobConfig:
     collective: str = "ring_allreduce"
     start_offset_s: float = 0.0
     cc: CCSpec = field(default_factory=lambda: CCSpec("cubic"))
+    inc: IncConfig | None = None  # set for collective inc_allreduce
 
     @property
     def n(self) -> int:
@@ -134,7 +156,7 @@ class JobConfig:
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> JobConfig:
         allowed = {"name", "workers", "collective", "bytes_per_iteration", "model_params",
-                   "compute", "iterations", "start_offset", "cc"}
+                   "compute", "iterations", "start_offset", "cc", "inc"}
         check_keys(raw, path, allowed, {"name", "workers", "compute", "iterations"})
         name = check_name(raw["name"], f"{path}.name")
         workers = tuple(
@@ -157,6 +179,11 @@ class JobConfig:
             size = parse_size(raw["bytes_per_iteration"], f"{path}.bytes_per_iteration")
         else:
             size = 4 * parse_count(raw["model_params"], f"{path}.model_params")  # fp32 gradients
+        inc = None
+        if collective == "inc_allreduce":
+            inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")
+        elif "inc" in raw:
+            raise ConfigError(f"{path}.inc", "only for collective: inc_allreduce")
         cc_raw = raw.get("cc", "cubic")
         try:
             cc = CCSpec.from_dict(cc_raw, f"{path}.cc")
@@ -171,6 +198,7 @@ class JobConfig:
             collective=collective,
             start_offset_s=parse_duration(raw.get("start_offset", 0), f"{path}.start_offset"),
             cc=cc,
+            inc=inc,
         )
 
 
