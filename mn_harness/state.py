@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -96,6 +97,10 @@ def clean(log=print, include_live: bool = False) -> int:
             if proc.returncode == 0:
                 log(f"deleted interface {intf}")
                 removed += 1
+        run_dir = dataplane.get("run_dir")  # e.g. the BMv2 switches' socket directory
+        if run_dir and Path(run_dir).is_dir() and Path(run_dir).name.startswith("mn-harness-"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+            log(f"removed {run_dir}")
         for name in data.get("bpf_cc", []):
             try:
                 unregister_by_name(name)
