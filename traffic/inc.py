@@ -16,9 +16,10 @@ W chunks are outstanding: the next chunk of a lane (s + W) is sent only when the
 has arrived. That rule is what makes slot reuse safe (see aggregation.p4): a slot copy is
 overwritten only after every worker has received the result it held.
 
-Loss: a chunk without result after the RTO (3 x smoothed RTT, at least `inc_timeout_s`,
-doubling on each repeat) is sent again; the switch does not add a duplicate twice and re-sends
-a stored result to a worker that lost it. Results of chunks no longer outstanding are ignored.
+Loss: a chunk without result after the RTO (3 x smoothed RTT, at least `inc_timeout_s`; 4 x
+`inc_timeout_s` before the first sample; doubling on each repeat) is sent again; the switch does
+not add a duplicate twice and re-sends a stored result to a worker that lost it. Results of
+chunks no longer outstanding are ignored.
 
 Verification: inputs are deterministic (seeded per job and rank), so every worker computes all
 workers' fixed-point inputs and their sum once, and checks each iteration's result (iteration i
@@ -197,7 +198,9 @@ class IncSession:
         self.sock.close()
 
     def _rto(self) -> float:
-        base = self.min_rto if self.srtt is None else max(self.min_rto, 3 * self.srtt)
+        # before the first RTT sample: 4 x the minimum (a first window of n * W packets queues
+        # in the switch), like TCP's conservative initial RTO
+        base = 4 * self.min_rto if self.srtt is None else max(self.min_rto, 3 * self.srtt)
         return min(base, self.max_rto)
 
     def allreduce(self, values: Sequence[int]) -> tuple[list[int], dict]:

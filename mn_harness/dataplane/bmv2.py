@@ -73,6 +73,8 @@ from mn_harness.network.commands import run_in
 from mn_harness.network.errors import MissingKernelFeature, NetworkError
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import MTU_BYTES
+from mn_harness.p4.aggregation import install_jobs as install_agg_jobs
+from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pps_for_rate
 from mn_harness.p4.compile import compile_p4
 from mn_harness.p4.entries import (
@@ -229,6 +231,10 @@ class Bmv2Dataplane(Dataplane):
         install_entries(conn, switch_entries(spec, ecn_threshold=threshold,
                                              queue_depths={i.port: i.link.queue_packets for i in intfs},
                                              job_rules=rules))
+        # inc_allreduce jobs whose workers hang off this switch: slots, multicast group, results
+        inc_slots = {j.name: j.inc.slots for j in plan.experiment.jobs if j.inc is not None}
+        if inc_slots:
+            install_agg_jobs(conn, plan_agg_jobs(plan, inc_slots).get(name, []))
 
     @staticmethod
     def _delay(pid: int, intf) -> None:

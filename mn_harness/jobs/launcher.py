@@ -83,6 +83,7 @@ class JobLauncher:
                     iterations_path=str(stem) + ".iterations.jsonl",
                     throughput_path=str(stem) + ".throughput.jsonl",
                     bin_s=self.experiment.run.throughput_bin_s,
+                    **_inc_fields(job, j, plan.gateway(host).peer_ip, self.experiment.run.seed),
                 )))
         return out
 
@@ -193,6 +194,15 @@ class JobLauncher:
                         stream.close()
                     except OSError:
                         pass
+
+
+def _inc_fields(job, index: int, gateway_ip: str, seed: int) -> dict:
+    """WorkerSpec fields of an inc_allreduce worker: it sends to its gateway (the aggregation
+    switch); the job id on the switch is the telemetry job id (p4.entries.job_ids: 1, 2, ...)."""
+    if job.inc is None:
+        return {}
+    return {"agg_switch_ip": gateway_ip, "agg_job_id": index + 1, "inc_slots": job.inc.slots,
+            "inc_scale": job.inc.scale, "inc_seed": seed}
 
 
 def _signal(pid: int, sig: int) -> None:
