@@ -199,3 +199,28 @@ def test_size_units(text, size):
 @pytest.mark.parametrize("text,secs", [("300ms", 0.3), ("200us", 2e-4), ("1.5s", 1.5), (2, 2.0), ("0", 0.0)])
 def test_duration_units(text, secs):
     assert parse_duration(text, "x") == pytest.approx(secs)
+
+
+def test_dataplane_override_rechecks_inc_jobs():
+    from pathlib import Path
+
+    exp = load_experiment(Path(__file__).parent.parent / "topologies/inc-vs-ring-bmv2.yaml")
+    with pytest.raises(ConfigError) as info:
+        exp.with_run(dataplane="linux")
+    assert "inc_allreduce needs all workers on one aggregation switch" in str(info.value)
+
+
+def test_ideal_time_of_inc_counts_s_once_and_ring_2_n_minus_1_over_n():
+    from pathlib import Path
+
+    from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
+    from mn_harness.network.plan import NetworkPlan
+
+    exp = load_experiment(Path(__file__).parent.parent / "topologies/inc-vs-ring-bmv2.yaml")
+    plan = NetworkPlan(exp)
+    for job in exp.jobs:
+        expected = job.bytes_per_iteration if job.collective == "inc_allreduce" else \
+            2 * (job.n - 1) * -(-job.bytes_per_iteration // job.n)
+        assert bytes_sent_per_worker(job) == expected
+        ideal, rate = ideal_iteration_s(job, plan)
+        assert ideal == pytest.approx(job.compute_s + expected * 8 / rate)

@@ -54,7 +54,12 @@ class Experiment:
         return dataclasses.replace(self, jobs=tuple(jobs))
 
     def with_run(self, **changes) -> Experiment:
-        return dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
+        """A copy with run options changed, re-checked where they matter (the data plane
+        decides whether inc_allreduce jobs can run)."""
+        changed = dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
+        if "dataplane" in changes:
+            changed._check_inc_jobs()
+        return changed
 
     @classmethod
     def from_dict(cls, raw: Any, default_name: str = "experiment") -> Experiment:

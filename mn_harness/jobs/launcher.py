@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mn_harness.config import Experiment
+from mn_harness.jobs.ideal import ideal_iteration_s
 from mn_harness.network.emulated import EmulatedNetwork
-from traffic import ring
 from traffic.spec import WorkerSpec
 
 BASE_PORT = 40000
@@ -167,8 +167,7 @@ class JobLauncher:
         plan = self.network.plan
         longest = 0.0
         for job in self.experiment.jobs:
-            per_worker = ring.bytes_sent_per_worker(job.bytes_per_iteration, job.n)
-            ideal = job.compute_s + per_worker * 8 / plan.job_bottleneck_bps(job.workers)
+            ideal, _ = ideal_iteration_s(job, plan)
             longest = max(longest, job.start_offset_s + 5 * ideal * job.iterations)
         return longest + 30.0
 

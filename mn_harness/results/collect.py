@@ -12,9 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from mn_harness.config import Experiment
+from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.stats import describe
-from traffic import ring
 
 ITERATION_COLUMNS = ["job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
                      "iter_time", "comm_time", "bytes_sent"]
@@ -73,13 +73,6 @@ def job_iteration_times(rows: list[dict], job: str, n_ranks: int) -> list[float]
     return [max(v) for _, v in sorted(by_iter.items()) if len(v) == n_ranks]
 
 
-def ideal_iteration_s(job, plan: NetworkPlan) -> tuple[float, float]:
-    """(ideal isolated iteration time, bottleneck rate): compute + bytes / bottleneck rate."""
-    rate = plan.job_bottleneck_bps(job.workers)
-    per_worker = ring.bytes_sent_per_worker(job.bytes_per_iteration, job.n)
-    return job.compute_s + per_worker * 8 / rate, rate
-
-
 def summarise(experiment: Experiment, plan: NetworkPlan, rows: list[dict],
               cc_names: dict[str, str]) -> dict:
     jobs = {}
@@ -96,7 +89,7 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: list[dict],
             "iterations_planned": job.iterations,
             "missing_rows": expected_rows - present,
             "bytes_per_iteration": job.bytes_per_iteration,
-            "bytes_sent_per_worker": ring.bytes_sent_per_worker(job.bytes_per_iteration, job.n),
+            "bytes_sent_per_worker": bytes_sent_per_worker(job),
             "compute_s": job.compute_s,
             "bottleneck_bps": rate,
             "ideal_iter_s": ideal,
