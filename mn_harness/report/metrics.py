@@ -3,7 +3,7 @@
 The question every run answers is whether the jobs' communication phases drift apart, how fast,
 and what that does to mean and tail iteration time. These are pure functions over the loaders'
 dataclasses (no I/O) so every definition can be unit-tested on hand-built timelines. The
-definitions (also in docs/results.md):
+definitions (also in the README, "Results, metrics and plots"):
 
 * **Job iteration** i of job J: a synchronous ring all-reduce job advances at its slowest
   worker, so ``iter_time = max over ranks r of (t_comm_end_r - t_start_r)`` (the same definition
