@@ -107,6 +107,52 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 	return false;
 }
 
+/*
+ * Guard against lost callbacks. On this project's CI kernel (6.18, x86-64 with the SRSO
+ * "Safe RET" mitigation) a struct_ops callback now and then does not run although the
+ * kernel calls it (the tcp_cong_state_set tracepoint fired 3014 times where the set_state
+ * program ran 2995 times; no recursion misses), and the kernel then takes stale stack
+ * contents as its return value: ssthresh became 0x81104110, the low half of the address
+ * srso_alias_return_thunk+5. PRR then inflates cwnd to ~10^8, the flow never leaves a
+ * retransmission storm and grabs the bottleneck: BPF Reno (even with no callbacks but
+ * ssthresh/cong_avoid/undo_cwnd) out-ran kernel Reno by 1.1-1.5x in about one of three
+ * 8-flow runs. Kernel-built CCs are plain function calls and never see this.
+ * A legitimate ssthresh is TCP_INFINITE_SSTHRESH or below MLTCP_SANE_WND, and so is cwnd;
+ * anything else is repaired on the next ACK (pkts_acked / cong_avoid) to what the base
+ * algorithm would have set at the loss: ssthresh from prior_cwnd (the cwnd the kernel
+ * saved just before asking), cwnd capped at what is in flight + 1 (PRR's own start).
+ */
+#define MLTCP_INFINITE_SSTHRESH 0x7fffffffU
+#define MLTCP_SANE_WND (1U << 20)
+
+static __always_inline bool mltcp_ssthresh_insane(const struct tcp_sock *tp)
+{
+	return tp->snd_ssthresh != MLTCP_INFINITE_SSTHRESH && tp->snd_ssthresh >= MLTCP_SANE_WND;
+}
+
+static __always_inline bool mltcp_wnd_insane(const struct tcp_sock *tp)
+{
+	return mltcp_ssthresh_insane(tp) || tp->snd_cwnd >= MLTCP_SANE_WND;
+}
+
+/* ssthresh: the base algorithm's ssthresh for cwnd == tp->prior_cwnd (computed by caller). */
+static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	__u32 cap;
+
+	if (mltcp_ssthresh_insane(tp)) {
+		tp->snd_ssthresh = max(ssthresh, 2U);
+		cap = in_flight + 1;
+	} else {
+		cap = max(tp->prior_cwnd, in_flight + 1);
+	}
+	cap = max(min(cap, MLTCP_SANE_WND - 1), 2U);
+	if (tp->snd_cwnd > cap)
+		tp->snd_cwnd = cap;
+}
+
 /* Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes). */
 struct mltcp_state {
 	__u64 iter_start_acked;	/* tp->bytes_acked when the current iteration began */

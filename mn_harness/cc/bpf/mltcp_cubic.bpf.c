@@ -220,12 +220,15 @@ void BPF_PROG(mlcubic_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	}
 }
 
+static __always_inline void mlcubic_guard(struct sock *sk);
+
 SEC("struct_ops")
 void BPF_PROG(mlcubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mltcp_cubic *ca = inet_csk_ca(sk);
 
+	mlcubic_guard(sk);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
@@ -239,20 +242,35 @@ void BPF_PROG(mlcubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tcp_cong_avoid_ai(tp, mltcp_scale_cnt(ca->cnt, mltcp_factor(sk)), acked);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(mlcubic_ssthresh, struct sock *sk)
+/* CUBIC's multiplicative decrease for a loss seen at window `cwnd`. */
+static __always_inline __u32 cubic_ssthresh_at(struct sock *sk, __u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct mltcp_cubic *ca = inet_csk_ca(sk);
 
 	ca->epoch_start = 0;
 	/* Fast convergence: release bandwidth when W_max shrinks. */
-	if (tp->snd_cwnd < ca->last_max_cwnd)
-		ca->last_max_cwnd = (tp->snd_cwnd * (BICTCP_BETA_SCALE + CUBIC_BETA)) /
+	if (cwnd < ca->last_max_cwnd)
+		ca->last_max_cwnd = (cwnd * (BICTCP_BETA_SCALE + CUBIC_BETA)) /
 				    (2 * BICTCP_BETA_SCALE);
 	else
-		ca->last_max_cwnd = tp->snd_cwnd;
-	return max((tp->snd_cwnd * CUBIC_BETA) / BICTCP_BETA_SCALE, 2U);
+		ca->last_max_cwnd = cwnd;
+	return max((cwnd * CUBIC_BETA) / BICTCP_BETA_SCALE, 2U);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(mlcubic_ssthresh, struct sock *sk)
+{
+	return cubic_ssthresh_at(sk, tcp_sk(sk)->snd_cwnd);
+}
+
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo CUBIC's. */
+static __always_inline void mlcubic_guard(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (mltcp_wnd_insane(tp))
+		mltcp_repair_wnd(sk, mltcp_ssthresh_insane(tp) ?
+				 cubic_ssthresh_at(sk, tp->prior_cwnd) : 0);
 }
 
 SEC("struct_ops")
@@ -319,6 +337,7 @@ void BPF_PROG(mlcubic_pkts_acked, struct sock *sk, const struct ack_sample *samp
 	struct mltcp_cubic *ca = inet_csk_ca(sk);
 	__u32 delay;
 
+	mlcubic_guard(sk);
 	mltcp_acked(sk, sample);
 	if (sample->rtt_us < 0)
 		return;

@@ -55,16 +55,31 @@ void BPF_PROG(mldctcp_init, struct sock *sk)
 	dctcp_reset(tp, ca);
 }
 
+/* DCTCP's (or the Reno fallback's) ssthresh for a loss seen at window `cwnd`. */
+static __always_inline __u32 dctcp_ssthresh_at(struct sock *sk, __u32 cwnd)
+{
+	struct mltcp_dctcp *ca = inet_csk_ca(sk);
+
+	if (ca->reno_fallback)
+		return max(cwnd >> 1U, 2U);
+	ca->loss_cwnd = cwnd;
+	return max(cwnd - ((cwnd * ca->alpha) >> 11U), 2U);
+}
+
 SEC("struct_ops")
 __u32 BPF_PROG(mldctcp_ssthresh, struct sock *sk)
 {
-	struct mltcp_dctcp *ca = inet_csk_ca(sk);
+	return dctcp_ssthresh_at(sk, tcp_sk(sk)->snd_cwnd);
+}
+
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo DCTCP's. */
+static __always_inline void mldctcp_guard(struct sock *sk)
+{
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (ca->reno_fallback)
-		return tcp_reno_ssthresh(sk);
-	ca->loss_cwnd = tp->snd_cwnd;
-	return max(tp->snd_cwnd - ((tp->snd_cwnd * ca->alpha) >> 11U), 2U);
+	if (mltcp_wnd_insane(tp))
+		mltcp_repair_wnd(sk, mltcp_ssthresh_insane(tp) ?
+				 dctcp_ssthresh_at(sk, tp->prior_cwnd) : 0);
 }
 
 SEC("struct_ops")
@@ -181,6 +196,7 @@ void BPF_PROG(mldctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
+	mldctcp_guard(sk);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
@@ -194,6 +210,7 @@ void BPF_PROG(mldctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 void BPF_PROG(mldctcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
+	mldctcp_guard(sk);
 	mltcp_acked(sk, sample);
 }
 

@@ -12,6 +12,15 @@ struct mltcp_reno {
 };
 MLTCP_ASSERT_FITS(struct mltcp_reno);
 
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo Reno's. */
+static __always_inline void mlreno_guard(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (mltcp_wnd_insane(tp))
+		mltcp_repair_wnd(sk, tp->prior_cwnd >> 1);
+}
+
 SEC("struct_ops")
 void BPF_PROG(mlreno_init, struct sock *sk)
 {
@@ -23,6 +32,7 @@ void BPF_PROG(mlreno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
+	mlreno_guard(sk);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
@@ -55,6 +65,7 @@ void BPF_PROG(mlreno_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 SEC("struct_ops")
 void BPF_PROG(mlreno_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
+	mlreno_guard(sk);
 	mltcp_acked(sk, sample);
 }
 
