@@ -53,6 +53,11 @@
  * multicast copy's addresses to the worker (dst IP/MAC) from its gateway (src IP = the address
  * the worker sent to, src MAC = the switch port MAC). TTL 64, UDP checksum 0 (allowed for IPv4).
  * Result packets then go through the normal egress telemetry/ECN (job id = agg job id).
+ * Queue: results (and re-sent results) stay in the data queue (priority QUEUE_DATA, never set
+ * here; ~310-byte frames with 64 values, above the 128-byte small-packet limit): they are the
+ * job's payload, so they must wait behind, be marked by and show up in the telemetry of the
+ * bottleneck queue like any data; the small queue is paced in 142-byte frames and would let
+ * them exceed the link rate ~2x. Contributions are consumed here and never queued.
  *
  * Counters: agg_stats[job * 8 + k], k = 0 contributions added, 1 duplicates dropped, 2 stale
  * dropped, 3 results multicast, 4 saturated results, 5 results re-sent to one worker, 6 bad

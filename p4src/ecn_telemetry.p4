@@ -11,11 +11,25 @@
  *     header checksum is recomputed after egress, so TTL and ECN changes are both covered.
  *   - Everything that is neither IPv4 nor ARP (IPv6 router solicitations, LLDP...) is dropped.
  *
+ * Egress queues (two per port: the switch must run with `--priority-queues 2`)
+ *   BMv2 rate-limits a queue in packets/s, not bytes. With one queue per port, set to the link
+ *   rate in 1514-byte frames, the pure ACKs of the reverse direction (about a third of the packets
+ *   on a bidirectional ring link) each took a full frame's slot, so data got ~2/3 of the link.
+ *   `forward` therefore puts small packets (IPv4 total length <= SMALL_PKT_MAX_LEN = 128 bytes:
+ *   pure ACKs, pings) and `arp_reply` its replies into standard_metadata.priority = QUEUE_SMALL
+ *   (1), everything else into QUEUE_DATA (0). BMv2 serves the highest priority first, each
+ *   priority queue paced by its own rate: the harness sets QUEUE_DATA to the link's `queue` and
+ *   `bw` in 1514-byte frames (as before) and QUEUE_SMALL to the link's byte rate in 142-byte
+ *   frames (the largest small packet), so data gets the whole link and small packets ride next
+ *   to it. A packet whose priority exceeds the switch's queue count is dropped by BMv2.
+ *
  * ECN
  *   `egress_port_cfg` (exact on egress_port, default action modifiable over P4Runtime, so a
  *   threshold can be set per port or for the whole switch) gives `ecn_threshold` in packets. An
- *   ECN-capable packet (ECT(0)=2 or ECT(1)=1) whose `enq_qdepth` (depth of the egress queue when
- *   it was enqueued, packets) is >= the threshold leaves with CE (3). Not-ECT (0) packets are
+ *   ECN-capable packet (ECT(0)=2 or ECT(1)=1) of the data queue whose `enq_qdepth` (depth of its
+ *   egress queue when it was enqueued, packets; BMv2 gives the depth of the packet's own priority
+ *   queue) is >= the threshold leaves with CE (3). Packets of the small queue are never marked
+ *   (they did not wait behind the data; pure ACKs are not-ECT anyway). Not-ECT (0) packets are
  *   never changed; CE packets stay CE. The initial default threshold is 2^19-1, i.e. no marking
  *   until the controller writes one. The bottleneck queue must be BMv2's own (set_queue_rate /
  *   set_queue_depth), otherwise enq_qdepth stays near 0.
@@ -30,11 +44,14 @@
  *   reads is in indirect counters, read over the same gRPC connection the controller already has:
  *     port_enq    [port]               packets/bytes sent towards the egress queue (ingress)
  *     port_tx     [port]               packets/bytes that left the queue (egress)
- *                                      port_enq - port_tx = queue occupancy + tail drops
+ *                                      port_enq - port_tx = queue occupancy (both queues)
+ *                                      + tail drops
  *     port_marks  [port]               packets this switch marked CE on that port
- *     qdepth_hist [port*64 + bucket]   packets that saw a queue depth in bucket
+ *     qdepth_hist [port*64 + bucket]   data-queue packets that saw a data-queue depth in bucket
  *                                      min(enq_qdepth >> shift, 63); shift is per port from
  *                                      `egress_port_cfg`, so 64 buckets cover the configured queue
+ *                                      (small-queue packets are not counted: the histogram is
+ *                                      the data queue's)
  *     job_tx      [job*32 + port]      packets/bytes of a job leaving through a port
  *     job_marks   [job*32 + port]      packets of a job marked CE on that port
  *   A queue depth is a gauge and a counter only adds, hence the histogram: the difference of two

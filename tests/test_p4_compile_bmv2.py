@@ -122,7 +122,10 @@ def test_switch_command_line():
                     thrift_port=9091, cpu_port=64, toolchain=tc)
     assert sw.command() == ["/x/simple_switch_grpc", "--device-id", "3", "--thrift-port", "9091",
                             "-i", "1@p4t-s1-1", "-i", "2@p4t-s1-2", "--no-p4", "--",
-                            "--grpc-server-addr", "127.0.0.1:50001", "--cpu-port", "64"]
+                            "--grpc-server-addr", "127.0.0.1:50001", "--priority-queues", "2",
+                            "--cpu-port", "64"]
+    single = BMv2Switch("s1", 3, {}, 1, 2, priority_queues=1, toolchain=tc).command()
+    assert "--priority-queues" not in single
     logged = BMv2Switch("s1", 3, {}, 1, 2, json_path="/p.json", log=True, pcap=True,
                         log_dir="/logs", toolchain=tc).command()
     assert "--log-file" in logged and "/logs/s1-bmv2" in logged
@@ -211,13 +214,28 @@ def fake_cli(tmp_path):
 
 def test_configure_queues_in_one_cli_call(fake_cli):
     tc, log = fake_cli
-    sw = BMv2Switch("s1", 1, {}, 1, 9090, toolchain=tc)
+    sw = BMv2Switch("s1", 1, {1: "a", 3: "b"}, 1, 9090, toolchain=tc)
     sw._wait_thrift = lambda timeout=5.0: None  # no switch behind the fake CLI
     sw.configure_queues({2: QueueConfig(depth=100, rate_pps=826), None: QueueConfig(depth=64)})
-    assert log.read_text().splitlines() == ["set_queue_depth 100 2", "set_queue_rate 826 2",
-                                            "set_queue_depth 64"]
+    # per priority queue: 0 = data, 1 = small packets; None = every port of the switch
+    assert log.read_text().splitlines() == ["set_queue_depth 100 2 0", "set_queue_rate 826 2 0",
+                                            "set_queue_depth 64 1 0", "set_queue_depth 64 3 0"]
     with pytest.raises(ValueError):
         sw.configure_queues({1: QueueConfig(rate_pps=0)})
+    sw.configure_queues({2: QueueConfig.for_link(10, 100)})
+    assert log.read_text().splitlines() == ["set_queue_depth 100 2 0", "set_queue_rate 826 2 0",
+                                            "set_queue_depth 100 2 1", "set_queue_rate 8803 2 1"]
+    single = BMv2Switch("s1", 1, {}, 1, 9090, priority_queues=1, toolchain=tc)
+    single._wait_thrift = lambda timeout=5.0: None
+    single.configure_queues({2: QueueConfig.for_link(10, 100)})
+    assert log.read_text().splitlines() == ["set_queue_depth 100 2", "set_queue_rate 826 2"]
+
+
+def test_queue_config_for_link():
+    cfg = QueueConfig.for_link(50, 100)
+    assert (cfg.depth, cfg.rate_pps) == (100, 4128)        # 50 Mbit/s of 1514-byte frames
+    assert (cfg.small_depth, cfg.small_rate_pps) == (100, 44014)  # ... of 142-byte frames
+    assert QueueConfig.for_link(None, 64) == QueueConfig(depth=64, small_depth=64)
 
 
 def test_cli_error_detected(fake_cli):

@@ -14,15 +14,20 @@ Namespaces, never the root namespace
     switch may use port 9090.
 
 The bottleneck queue is BMv2's own
-    Per egress port: `set_queue_depth` = the link's `queue` (packets) and `set_queue_rate` = its
-    `bw` in 1514-byte frames per second. A link's `delay` is a netem qdisc (no rate, large limit)
-    on the switch port, after BMv2's queue. Hosts keep their HTB shaping from the network builder
-    (their own egress), send MTU-sized frames (`host_gso_max_segs` = 1: BMv2 forwards frames one
-    by one) with checksums filled in (tx checksum offload off: frames cross BMv2 through libpcap),
-    and negotiate ECN (`net.ipv4.tcp_ecn=1`). Switch ports: all offloads off.
+    Per egress port two priority queues (`--priority-queues 2`; the program puts IPv4 packets of
+    <= 128 bytes - pure ACKs, pings - and ARP replies into the small queue, served first): data
+    queue `set_queue_depth` = the link's `queue` (packets) and `set_queue_rate` = its `bw` in
+    1514-byte frames per second; small queue the same depth and `bw` in 142-byte frames per second
+    (BMv2 paces in packets, so ACKs in the data queue would take full-frame slots: data got ~2/3 of
+    the link). ECN and the depth telemetry are the data queue's. A link's `delay` is a netem
+    qdisc (no rate, large limit) on the switch port, after BMv2's queues. Hosts keep their HTB
+    shaping from the network builder (their own egress), send MTU-sized frames
+    (`host_gso_max_segs` = 1: BMv2 forwards frames one by one) with checksums filled in (tx
+    checksum offload off: frames cross BMv2 through libpcap), and negotiate ECN
+    (`net.ipv4.tcp_ecn=1`). Switch ports: all offloads off.
 
 ECN
-    Marked CE by the switch when the egress queue depth at enqueue is >= the switch's
+    Marked CE by the switch when the data queue depth at enqueue is >= the switch's
     `ecn_threshold` (YAML, packets; default DEFAULT_ECN_THRESHOLD = 20, a DCTCP-style K for
     100-packet queues). A threshold above the queue size turns marking off in effect.
 
@@ -37,9 +42,9 @@ Telemetry (`start_telemetry`)
 
     t        seconds since the experiment start t0 (CLOCK_MONOTONIC, the workers' time axis)
     switch, port, link   switch name, BMv2 port number, directed link label ("s1->s2")
-    depth    mean egress queue depth (packets) seen at enqueue by the packets of the interval
-             (0 when no packet arrived); depth_max the largest
-    packets  packets enqueued in the interval
+    depth    mean data-queue depth (packets) seen at enqueue by the data-queue packets of the
+             interval (0 when none arrived); depth_max the largest
+    packets  packets enqueued into the data queue in the interval (small packets not counted)
     marks    CE marks set on this port *in this sample's interval* (per sample, not cumulative)
     bytes_<job>  bytes of that job sent out of this port in the interval
 
@@ -75,7 +80,7 @@ from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import MTU_BYTES
 from mn_harness.p4.aggregation import install_jobs as install_agg_jobs
 from mn_harness.p4.aggregation import plan_agg_jobs
-from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pps_for_rate
+from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads
 from mn_harness.p4.compile import compile_p4
 from mn_harness.p4.entries import (
     install_entries,
@@ -221,8 +226,8 @@ class Bmv2Dataplane(Dataplane):
         with self._lock:
             self.switches[name] = sw
         sw.start()
-        sw.configure_queues({i.port: QueueConfig(depth=i.link.queue_packets,
-                                                 rate_pps=pps_for_rate(i.link.bw_bps / 1e6, MTU_BYTES))
+        sw.configure_queues({i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets,
+                                                          MTU_BYTES)
                              for i in intfs})
         conn = SwitchConnection(sw.grpc_address, spec.device_id, name=name).connect()
         self.conns[name] = conn

@@ -12,9 +12,19 @@ port, needed by the queue commands, is waited for before the first one); otherwi
 SwitchStartError with the tail of the switch's output. BMv2's own logging and pcap capture are off
 unless asked for (`log=True`, `pcap=True`): both slow the data path.
 
-The egress queue of every port is BMv2's (REFERENCE.md: a qdisc outside BMv2 would keep
-enq_qdepth near 0): `configure_queues` sets its depth (packets) and drain rate (packets/s) through
+The egress queues of every port are BMv2's (REFERENCE.md: a qdisc outside BMv2 would keep
+enq_qdepth near 0): `configure_queues` sets their depth (packets) and drain rate (packets/s) through
 the Thrift runtime (`simple_switch_CLI`); `pps_for_rate` converts a link rate in Mbit/s.
+
+Two priority queues per port (`--priority-queues 2`, PRIORITY_QUEUES): BMv2 paces each queue in
+packets/s, so with a single queue at the link rate in 1514-byte frames the reverse direction's
+pure ACKs took full-frame slots and data got ~2/3 of the link. p4src/ecn_telemetry.p4 puts small
+packets (IPv4 total length <= SMALL_PACKET_MAX_IP_BYTES) into SMALL_PRIORITY, served first, and
+data into DATA_PRIORITY. `QueueConfig.for_link(mbit, depth)` gives the data queue the link's depth
+and rate in 1514-byte frames and the small queue the link's byte rate in SMALL_FRAME_BYTES frames
+(the largest small packet), with the same depth. `set_queue_depth N port prio` /
+`set_queue_rate N port prio` are the CLI's per-priority forms (BMv2 >= 1.15); without a priority
+they set every queue of the port.
 
 Every started switch is stopped by stop(), by the context manager, at interpreter exit, and - if
 the harness process dies - by the kernel (PR_SET_PDEATHSIG), so none outlives the experiment.
@@ -51,6 +61,11 @@ from .errors import SwitchCLIError, SwitchStartError, ToolchainMissing
 from .toolchain import Toolchain, find_toolchain
 
 DEFAULT_PACKET_BYTES = 1514  # a full-MTU Ethernet frame: what a bulk TCP flow sends
+PRIORITY_QUEUES = 2          # egress queues per port (simple_switch_grpc --priority-queues)
+DATA_PRIORITY = 0            # QUEUE_DATA in p4src/include/ecn_headers.p4: ECN and qdepth_hist
+SMALL_PRIORITY = 1           # QUEUE_SMALL: served first (BMv2 serves the highest priority first)
+SMALL_PACKET_MAX_IP_BYTES = 128                  # SMALL_PKT_MAX_LEN in ecn_headers.p4
+SMALL_FRAME_BYTES = SMALL_PACKET_MAX_IP_BYTES + 14  # the largest small packet's frame
 
 _running: set[BMv2Switch] = set()
 _running_lock = threading.Lock()
@@ -142,8 +157,41 @@ def disable_offloads(interface: str, netns: str | None = None,
 
 @dataclass(frozen=True)
 class QueueConfig:
-    depth: int | None = None      # packets; BMv2's default is 64
-    rate_pps: int | None = None   # packets/s; None leaves the queue draining at CPU speed
+    """Egress queues of one port. `depth`/`rate_pps` are the data queue's (DATA_PRIORITY),
+    `small_depth`/`small_rate_pps` the small-packet queue's (SMALL_PRIORITY); None leaves that
+    setting alone. On a switch with one queue per port only the data settings apply."""
+    depth: int | None = None          # packets; BMv2's default is 64
+    rate_pps: int | None = None       # packets/s; None leaves the queue draining at CPU speed
+    small_depth: int | None = None
+    small_rate_pps: int | None = None
+
+    @classmethod
+    def for_link(cls, mbit_per_s: float | None, depth: int | None = None,
+                 packet_bytes: int = DEFAULT_PACKET_BYTES) -> QueueConfig:
+        """A link of `mbit_per_s` (None: unlimited) with a queue of `depth` packets: data at
+        the link rate in `packet_bytes` frames, small packets at the link's byte rate in
+        SMALL_FRAME_BYTES frames, both queues `depth` deep."""
+        return cls(depth=depth,
+                   rate_pps=pps_for_rate(mbit_per_s, packet_bytes) if mbit_per_s else None,
+                   small_depth=depth,
+                   small_rate_pps=pps_for_rate(mbit_per_s, SMALL_FRAME_BYTES) if mbit_per_s else None)
+
+    def commands(self, port: int, priority_queues: int = PRIORITY_QUEUES) -> list[str]:
+        """simple_switch_CLI commands for this port."""
+        settings = [(DATA_PRIORITY, "depth", self.depth), (DATA_PRIORITY, "rate", self.rate_pps)]
+        if priority_queues > SMALL_PRIORITY:
+            settings += [(SMALL_PRIORITY, "depth", self.small_depth),
+                         (SMALL_PRIORITY, "rate", self.small_rate_pps)]
+        cmds = []
+        for prio, what, value in settings:
+            if value is None:
+                continue
+            if value < 1:
+                unit = "packet" if what == "depth" else "packet/s"
+                raise ValueError(f"queue {what} must be >= 1 {unit}, got {value}")
+            suffix = f" {port} {prio}" if priority_queues > 1 else f" {port}"
+            cmds.append(f"set_queue_{what} {int(value)}{suffix}")
+        return cmds
 
 
 @dataclass(eq=False)
@@ -162,6 +210,7 @@ class BMv2Switch:
     toolchain: Toolchain | None = None
     exec_prefix: Sequence[str] = ()   # e.g. ["mnexec", "-a", "<node pid>"]: run in a netns
     grpc_socket: str | Path | None = None  # P4Runtime on this unix socket instead of TCP
+    priority_queues: int = PRIORITY_QUEUES  # egress queues per port (the P4 programs use 2)
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
     _out_path: Path | None = field(default=None, init=False, repr=False)
     _own_log_dir: bool = field(default=False, init=False, repr=False)
@@ -214,6 +263,8 @@ class BMv2Switch:
         cmd += list(self.extra_args)
         cmd += [str(self.json_path)] if self.json_path else ["--no-p4"]
         cmd += ["--", "--grpc-server-addr", self.grpc_address]
+        if self.priority_queues != 1:
+            cmd += ["--priority-queues", str(self.priority_queues)]
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
         return cmd
@@ -324,25 +375,30 @@ class BMv2Switch:
                     "(BMv2: configure targets/simple_switch_grpc --with-thrift)")
             time.sleep(0.05)
 
-    def set_queue_depth(self, depth: int, port: int | None = None) -> None:
-        self.cli([f"set_queue_depth {int(depth)}" + (f" {port}" if port is not None else "")])
+    @staticmethod
+    def _suffix(port: int | None, priority: int | None) -> str:
+        if port is None:
+            if priority is not None:
+                raise ValueError("a queue priority needs a port")
+            return ""
+        return f" {port}" + (f" {priority}" if priority is not None else "")
 
-    def set_queue_rate(self, pps: int, port: int | None = None) -> None:
-        self.cli([f"set_queue_rate {int(pps)}" + (f" {port}" if port is not None else "")])
+    def set_queue_depth(self, depth: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        """Depth of one priority queue of `port`, of all its queues (priority None), or of every
+        queue of every port (port None)."""
+        self.cli([f"set_queue_depth {int(depth)}" + self._suffix(port, priority)])
+
+    def set_queue_rate(self, pps: int, port: int | None = None,
+                       priority: int | None = None) -> None:
+        self.cli([f"set_queue_rate {int(pps)}" + self._suffix(port, priority)])
 
     def configure_queues(self, queues: Mapping[int | None, QueueConfig]) -> None:
-        """{port (None = all ports): QueueConfig} in a single CLI call."""
+        """{port (None = all ports of this switch): QueueConfig} in a single CLI call."""
         cmds = []
         for port, cfg in queues.items():
-            suffix = f" {port}" if port is not None else ""
-            if cfg.depth is not None:
-                if cfg.depth < 1:
-                    raise ValueError(f"queue depth must be >= 1 packet, got {cfg.depth}")
-                cmds.append(f"set_queue_depth {int(cfg.depth)}{suffix}")
-            if cfg.rate_pps is not None:
-                if cfg.rate_pps < 1:
-                    raise ValueError(f"queue rate must be >= 1 packet/s, got {cfg.rate_pps}")
-                cmds.append(f"set_queue_rate {int(cfg.rate_pps)}{suffix}")
+            for p in (sorted(self.ports) if port is None else [port]):
+                cmds += cfg.commands(p, self.priority_queues)
         if cmds:
             self.cli(cmds)
 

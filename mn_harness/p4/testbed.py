@@ -27,7 +27,7 @@ from pathlib import Path
 from mn_harness.config.experiment import load_experiment_dict
 from mn_harness.network.plan import NetworkPlan
 
-from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port, pps_for_rate
+from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
 from .compile import CompiledProgram, compile_p4
 from .entries import install_entries, qbucket_shift, switch_entries, switch_specs
 from .errors import P4Error
@@ -62,14 +62,14 @@ def make_plan(hosts: Sequence[str], switches: Sequence[str],
 
 @dataclass(frozen=True)
 class LinkQueue:
-    """BMv2 egress queue of one switch port: rate in Mbit/s (converted to packets/s with
-    full-size frames) and depth in packets; None leaves BMv2's default."""
+    """BMv2 egress queues of one switch port: rate in Mbit/s and depth in packets, as the
+    harness sets them (QueueConfig.for_link: data queue in full-size frames/s, small-packet queue
+    at the same byte rate in small frames); None leaves BMv2's default."""
     rate_mbit: float | None = None
     depth: int | None = None
 
     def queue_config(self) -> QueueConfig:
-        return QueueConfig(depth=self.depth,
-                           rate_pps=pps_for_rate(self.rate_mbit) if self.rate_mbit else None)
+        return QueueConfig.for_link(self.rate_mbit, self.depth)
 
 
 class P4Testbed:

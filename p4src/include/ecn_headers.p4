@@ -15,6 +15,16 @@ const bit<16> ARP_REPLY   = 2;
 const bit<2>  ECN_NOT_ECT = 0;
 const bit<2>  ECN_CE      = 3;
 
+/* Egress queues: the switch runs with `--priority-queues 2`; BMv2 serves the highest priority
+ * first, each priority queue with its own depth and packets/s rate (set per port over Thrift).
+ * Small packets (IPv4 total length <= SMALL_PKT_MAX_LEN: pure TCP ACKs, pings, ARP replies) go
+ * to QUEUE_SMALL, everything else to QUEUE_DATA, whose depth is what ECN marking and qdepth_hist
+ * look at. mn_harness.p4.bmv2 has the same numbers (DATA_PRIORITY, SMALL_PRIORITY,
+ * SMALL_PACKET_MAX_IP_BYTES). */
+const bit<3>  QUEUE_DATA  = 0;
+const bit<3>  QUEUE_SMALL = 1;
+const bit<16> SMALL_PKT_MAX_LEN = 128;
+
 typedef bit<9>  port_t;
 typedef bit<48> mac_t;
 typedef bit<32> ip4_t;

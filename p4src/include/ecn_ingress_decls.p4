@@ -1,6 +1,7 @@
 /* ecn_ingress_decls.p4 -- part of ecn_telemetry.p4, shared with aggregation.p4 (textual include: the
  * P4Info names stay those of the including program). Inside MyIngress: proxy ARP,
- * IPv4 forwarding, job classification, port_enq. */
+ * IPv4 forwarding (and the egress queue: small packets to QUEUE_SMALL), job classification,
+ * port_enq. */
 counter(MAX_PORTS, CounterType.packets_and_bytes) port_enq;
 
 action drop() {
@@ -17,6 +18,7 @@ action arp_reply(mac_t port_mac) {
     hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
     hdr.ethernet.srcAddr = port_mac;
     standard_metadata.egress_spec = standard_metadata.ingress_port;
+    standard_metadata.priority = QUEUE_SMALL;
 }
 
 table arp_responder {
@@ -31,6 +33,11 @@ action forward(port_t port, mac_t src_mac, mac_t dst_mac) {
     hdr.ethernet.srcAddr = src_mac;
     hdr.ethernet.dstAddr = dst_mac;
     hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    if (hdr.ipv4.totalLen <= SMALL_PKT_MAX_LEN) {
+        standard_metadata.priority = QUEUE_SMALL;
+    } else {
+        standard_metadata.priority = QUEUE_DATA;
+    }
 }
 
 table ipv4_lpm {
