@@ -68,6 +68,8 @@ def main() -> int:
     parser.add_argument("--sweep", action="store_true", help="also sweep mltcp-reno slope x intercept")
     parser.add_argument("--slopes", default="0.5,1,2,4")
     parser.add_argument("--intercepts", default="0.25,0.5,1")
+    parser.add_argument("--gaps", default="",
+                        help="also run the best slope/intercept with these idle_gaps, e.g. 10ms,50ms,100ms")
     parser.add_argument("--json", default="bench-interleave.json")
     parser.add_argument("--keep", help="keep the runs' results folders under this directory")
     args = parser.parse_args()
@@ -105,7 +107,17 @@ def main() -> int:
             best = min(sweep, key=lambda r: (r["mean_s"], r["p99_s"]))
             keys.update(best_slope=best["slope"], best_intercept=best["intercept"])
             keys["sweep"] = sweep
-    line = " ".join(f"{k}={v}" for k, v in keys.items() if k != "sweep")
+            if args.gaps:
+                print(f"idle_gap at slope={best['slope']:g} intercept={best['intercept']:g}:", flush=True)
+                gaps = []
+                for gap in args.gaps.split(","):
+                    cc = {"name": "mltcp-reno", "slope": best["slope"], "intercept": best["intercept"],
+                          "idle_gap": gap}
+                    m = measure(cc, args.iterations, args.offset, out)
+                    print(describe(f"idle_gap={gap}", m), flush=True)
+                    gaps.append({"idle_gap": gap, **m})
+                keys["gap_sweep"] = gaps
+    line = " ".join(f"{k}={v}" for k, v in keys.items() if k not in ("sweep", "gap_sweep"))
     print(line)
     Path(args.json).write_text(json.dumps(keys, indent=1))
     return 0

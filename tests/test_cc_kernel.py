@@ -73,11 +73,15 @@ def connect(host, port, cc, step, first=b""):
 def acked(s):
     return struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 120)[0]
 
-def blast(host, port, start, warm, seconds, n, cc):
-    # n sockets pumped from one select loop (no threads: even service of all sockets);
-    # bytes acked counted over [start + warm, start + warm + seconds] on the shared clock.
+def blast(host, port, start, warm, seconds, n, ccs):
+    # n sockets per CC in `ccs` (comma-separated), connected round-robin (a, b, a, b, ...)
+    # and pumped from one select loop: no threads, no second process, so every socket gets
+    # the same service whatever its CC. Bytes acked counted over
+    # [start + warm, start + warm + seconds] on the shared clock.
     import selectors
-    socks = [connect(host, port, cc, 0) for _ in range(n)]
+    ccs = ccs.split(",")
+    names = [ccs[i % len(ccs)] for i in range(n * len(ccs))]
+    socks = [connect(host, port, cc, 0) for cc in names]
     for s in socks: s.setblocking(False)
     sel = selectors.DefaultSelector()
     for s in socks: sel.register(s, selectors.EVENT_WRITE)
@@ -90,8 +94,10 @@ def blast(host, port, start, warm, seconds, n, cc):
         for key, _ in sel.select(timeout=0.01):
             try: key.fileobj.send(buf)
             except BlockingIOError: pass
-    print(json.dumps([{"cc": cc, "sport": s.getsockname()[1], "bytes": b - a}
-                      for s, a, b in zip(socks, *snaps)]), flush=True)
+    print(json.dumps([{"cc": cc, "sport": s.getsockname()[1], "bytes": b - a,
+                       "retrans": struct.unpack_from("I", s.getsockopt(
+                           socket.IPPROTO_TCP, socket.TCP_INFO, 232), 100)[0]}
+                      for cc, s, a, b in zip(names, socks, *snaps)]), flush=True)
     for s in socks: s.close()
 
 def iterate(host, port, cc, iters, pause, sizes):
@@ -285,43 +291,66 @@ def test_unregister_by_name(tmp_path):
         unregister_by_name("not a name; rm -rf")
 
 
-def compete(base: str, mine: str, rounds: int = 2, flows: int = 4) -> tuple[int, int]:
-    """Bytes acked by `flows` connections of `base` and as many of `mine`, all sharing the
-    bottleneck, over `rounds` rounds of 4 s (after 1 s warm-up). Loss-based sharing over a
-    small FIFO is noisy (one pair of flows: about +-8% per 4 s here), so several flows per
-    side, several rounds, and alternating which side connects first."""
-    totals = {base: 0, mine: 0}
+ROUNDS, FLOWS, WARM_S, MEASURE_S = 10, 4, 1.0, 4.0
+
+
+def compete(a: str, b: str, rounds: int = ROUNDS, flows: int = FLOWS) -> list[tuple[int, int]]:
+    """Per round, bytes acked by `flows` connections of CC `a` and as many of CC `b`, all
+    in one sender process and sharing the bottleneck, over MEASURE_S after WARM_S warm-up;
+    which CC connects first alternates between rounds. a == b is allowed (the control)."""
+    out = []
     for i in range(rounds):
         sink = traffic(NS_B, "sink", 5202, 12)
         time.sleep(0.3)
         try:
-            start = time.monotonic() + 0.5
-            order = (base, mine) if i % 2 == 0 else (mine, base)
-            clients = [traffic(NS_A, "blast", IP_B, 5202, start, 1.0, 4.0, flows, cc)
-                       for cc in order]
-            for cc, client in zip(order, clients, strict=True):
-                totals[cc] += sum(f["bytes"] for f in finish(client))
+            first, second = (a, b) if i % 2 == 0 else (b, a)
+            flows_out = finish(traffic(NS_A, "blast", IP_B, 5202, time.monotonic() + 0.5,
+                                       WARM_S, MEASURE_S, flows, f"{first},{second}"))
         finally:
             sink.kill()
             sink.wait()
-    return totals[base], totals[mine]
+        # sockets alternate first, second, first, ...: sides by position (works for a == b)
+        got = [0, 0]
+        for k, f in enumerate(flows_out):
+            got[k % 2 if i % 2 == 0 else 1 - k % 2] += f["bytes"]
+        out.append((got[0], got[1]))
+    return out
+
+
+# Controls on the 2-core CI VM (kernel 6.18), 4 + 4 flows in one process, 200 Mbit/s,
+# 200-packet FIFO, 6 rounds x 4 s: per round b/a swings 0.77-1.31, per 6-round test
+# reno/reno 0.940-1.009, mlreno/mlreno 0.954-1.022, cubic/cubic 0.945-1.063,
+# mlcubic/mlcubic 0.948-1.067. With 10 rounds, 5 runs in a row: mltcp-reno/reno
+# 1.002-1.092, mltcp-cubic/cubic 0.971-1.029. The 10% tolerance stays.
+TOLERANCE = 0.10
+
+
+def _ratio(rounds: list[tuple[int, int]]) -> float:
+    return sum(r[1] for r in rounds) / sum(r[0] for r in rounds)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("base,variant", [("reno", "mltcp-reno"), ("cubic", "mltcp-cubic")])
 def test_f_equal_one_moves_same_bytes_as_kernel(net, manager, base, variant, capsys):
+    """With slope 0 / intercept 1 the variant is its base algorithm: over a shared
+    bottleneck it must get the same bytes as the kernel's own CC within TOLERANCE.
+    Before mltcp_common.h's lost-callback guard, BPF Reno won by 1.1-1.5x in about one
+    run of three here (kernel returned garbage ssthresh, see mltcp_common.h)."""
     spec = CCSpec(variant, slope=0.0, intercept=1.0)
     manager.prepare([spec, CCSpec(base)])
-    kernel_bytes, bpf_bytes = compete(base, manager.kernel_name(spec))
-    ratio = bpf_bytes / kernel_bytes
+    rounds = compete(base, manager.kernel_name(spec))
+    ratio = _ratio(rounds)
+    per_round = " ".join(f"{m / k:.3f}" for k, m in rounds)
     with capsys.disabled():
-        print(f"\n{variant}(F=1)/{base} bytes: {bpf_bytes}/{kernel_bytes} = {ratio:.3f}")
-    assert kernel_bytes + bpf_bytes > 0.8 * 2 * 4.0 * 200e6 / 8  # the bottleneck was full
-    assert 0.9 <= ratio <= 1.1
+        print(f"\n{variant}(F=1)/{base} bytes ratio {ratio:.3f} (rounds: {per_round})")
+    total = sum(k + m for k, m in rounds)
+    assert total > 0.8 * len(rounds) * MEASURE_S * 200e6 / 8  # the bottleneck was full
+    assert 1 - TOLERANCE <= ratio <= 1 + TOLERANCE, per_round
 
 
 def test_learned_bytes_per_iteration(net, manager, capsys):
-    spec = CCSpec("mltcp-reno")
+    # default slope/intercept; the pauses here are 60 ms, so a gap below the 50 ms default
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.02)
     manager.prepare([spec])
     sizes = [400_000, 1_500_000]
     sink = traffic(NS_B, "sink", 5203, 15)
