@@ -3,10 +3,10 @@
 Why a table: the spec parser, the builder and the docs all need the same facts (which
 names are BPF programs, which source file, which kernel-name prefix, which defaults).
 To add a variant: write mn_harness/cc/bpf/<file>.bpf.c using mltcp_common.h and add a
-row here (see docs/cc.md).
+row here (see the README, "Adding your own variant").
 
 Default MLTCP parameters, chosen by measurement (bench/interleave.py on the demo,
-topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; table in docs/cc.md):
+topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; table in the README, "Parameters and defaults"):
   slope = 4, intercept = 1 -> F runs from 1 at the start of an iteration's communication to
       5 at its end. Of the 12-point slope x intercept grid this was the best (1.06x of the
       isolated ideal, interleaved after iteration 6 in the sweep run; 1.07-1.14x in
