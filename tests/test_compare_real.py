@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import demo_config
 import pytest
 import yaml
 
@@ -19,11 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def small_demo(iterations=3) -> dict:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
-    for job in raw["jobs"]:
-        job.update(bytes_per_iteration="1MB", compute="40ms", iterations=iterations)
-    raw["run"]["dataplane"] = "linux"
-    return raw
+    return demo_config.small_demo(iterations, bytes_per_iteration="1MB", compute="40ms")
 
 
 def test_compare_two_ccs_repeat_2_has_ci_per_metric(tmp_path):

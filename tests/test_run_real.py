@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from demo_config import small_demo
 
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.runner import run_experiment
@@ -26,12 +27,6 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def small_demo(iterations=4) -> dict:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
-    for job in raw["jobs"]:
-        job.update(bytes_per_iteration="2MB", compute="60ms", iterations=iterations)
-    raw["run"]["dataplane"] = "linux"
-    return raw
 
 
 def read_rows(results: Path) -> list[dict]:

@@ -75,9 +75,8 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane, DataplaneError
 from mn_harness.network.commands import run_in
-from mn_harness.network.errors import MissingKernelFeature, NetworkError
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.network.shaping import MTU_BYTES
+from mn_harness.network.shaping import MTU_BYTES, add_netem
 from mn_harness.p4.aggregation import install_jobs as install_agg_jobs
 from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads
@@ -243,16 +242,8 @@ class Bmv2Dataplane(Dataplane):
 
     @staticmethod
     def _delay(pid: int, intf) -> None:
-        try:
-            run_in(pid, ["tc", "qdisc", "replace", "dev", intf.name, "root", "netem", "delay",
-                         f"{intf.link.delay_s * 1e6:.0f}us", "limit", "100000"])
-        except NetworkError as exc:
-            if "unknown" in str(exc).lower() or "No such file" in str(exc):
-                raise MissingKernelFeature(
-                    f"link {intf.link.name}: delay needs the sch_netem kernel module, absent in "
-                    "this kernel (install linux-modules-extra-$(uname -r), or remove `delay`)"
-                ) from None
-            raise
+        add_netem(pid, ["tc", "qdisc", "replace", "dev", intf.name, "root"], intf.link.delay_s,
+                  100000, f"link {intf.link.name}")
 
     # -- telemetry ---------------------------------------------------------------------------
     def start_telemetry(self, out_dir: Path, t0: float) -> None:

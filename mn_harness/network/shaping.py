@@ -28,6 +28,21 @@ def limit_offloads(pid: int, intf: str, gso_max_segs: int) -> None:
         run_in(pid, ["ethtool", "-K", intf, "gro", "off"], check=False)
 
 
+def add_netem(pid: int, qdisc_argv: list[str], delay_s: float, limit: int, where: str) -> None:
+    """Add a netem delay qdisc (`qdisc_argv` says where: root or a parent class). Probes by
+    trying, inside the node's own namespace (nothing outside is touched), and turns the kernel's
+    refusal into one line saying what is missing."""
+    try:
+        run_in(pid, [*qdisc_argv, "netem", "delay", f"{delay_s * 1e6:.0f}us", "limit", str(limit)])
+    except NetworkError as exc:
+        if "unknown" in str(exc).lower() or "No such file" in str(exc):
+            raise MissingKernelFeature(
+                f"{where}: delay needs the sch_netem kernel module, absent in this kernel "
+                "(install linux-modules-extra-$(uname -r), or remove `delay`)"
+            ) from None
+        raise
+
+
 def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0,
                  where: str = "") -> None:
     rate = f"{int(bw_bps)}bit"
@@ -37,17 +52,8 @@ def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s
     run_in(pid, ["tc", "class", "add", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
                  "rate", rate, "ceil", rate, "burst", str(burst), "cburst", str(burst)])
     if delay_s > 0:
-        # probe by trying, inside the node's own namespace: nothing outside is touched
-        try:
-            run_in(pid, ["tc", "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:",
-                         "netem", "delay", f"{delay_s * 1e6:.0f}us", "limit", str(queue_packets)])
-        except NetworkError as exc:
-            if "unknown" in str(exc).lower() or "No such file" in str(exc):
-                raise MissingKernelFeature(
-                    f"{where or intf}: delay needs the sch_netem kernel module, absent in this "
-                    "kernel (install linux-modules-extra-$(uname -r), or remove `delay`)"
-                ) from None
-            raise
+        add_netem(pid, ["tc", "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:"],
+                  delay_s, queue_packets, where or intf)
     else:
         # byte-limited: a GSO super-packet of k MTUs takes k packets' room
         run_in(pid, ["tc", "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:", "bfifo",
