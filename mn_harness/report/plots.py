@@ -57,6 +57,13 @@ def job_colors(jobs: Sequence[str]) -> dict[str, str]:
     return {job: PALETTE[i % len(PALETTE)] for i, job in enumerate(jobs)}
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def rate_unit(max_bps: float) -> tuple[str, float]:
     """("Gbit/s", 1e9) for fast links, ("Mbit/s", 1e6) below 1 Gbit/s (emulated links)."""
     return ("Gbit/s", 1e9) if max_bps >= 1e9 else ("Mbit/s", 1e6)
@@ -148,10 +155,7 @@ def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path
     top.set_title(f"{run.summary.experiment}: per-job throughput {where}")
     draw_phases(bottom, iters, order, colors)
     bottom.set_title("communication phases", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
@@ -186,10 +190,7 @@ def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: 
     ax.set_title(f"{run.summary.experiment}: iteration time per iteration")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
@@ -211,10 +212,7 @@ def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Ma
     ax.set_title(f"{run.summary.experiment}: CDF of iteration times")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "") -> Path | None:
@@ -234,10 +232,7 @@ def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "") -> Path | 
     ax.set_title(f"{title}: egress queue depth" if title else "egress queue depth")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def write_plots(run: RunData, metrics: RunMetrics, out_dir: Path) -> dict[str, Path]:
