@@ -25,7 +25,7 @@ def _label(cc: str | None, assignments: list) -> str:
     return " ".join(parts) or "default"
 
 
-def build_plan(experiment_path: str, ccs: list[str | None], sets: list[str], repeat: int) -> list[dict]:
+def build_plan(ccs: list[str | None], sets: list[str], repeat: int) -> list[dict]:
     from mn_harness.report.compare import expand_set_specs
 
     try:
@@ -101,7 +101,7 @@ def cmd_compare(args) -> int:
         if isinstance(raw, dict) and isinstance(raw.get("experiment"), str):
             name = raw["experiment"]
         ccs: list[str | None] = [c.strip() for c in args.cc.split(",") if c.strip()] if args.cc else [None]
-        plan = build_plan(args.experiment, ccs, args.set or [], args.repeat)
+        plan = build_plan(ccs, args.set or [], args.repeat)
         root = Path(args.out or (raw.get("run", {}) or {}).get("output_dir", "results"))
         compare_dir = root / f"{name}-compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
         for entry in plan:

@@ -107,7 +107,7 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
             launcher.stop()
         extra.update(dataplane.stop_telemetry())
         if network.net is not None:
-            extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan), {})
+            extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan))
 
     def write_results() -> None:
         state.remove()
@@ -175,12 +175,12 @@ def _run_with_isolated_baselines(experiment: Experiment, out_root, log, after_ru
     return run_experiment(experiment.with_run(isolated=False), out_root, log, after_run=add_baselines)
 
 
-def _best_effort(fn, default):
+def _best_effort(fn) -> dict:
     """Statistics gathered during teardown must never stop the teardown."""
     try:
         return fn()
     except Exception as exc:
-        return {"error": str(exc)} if isinstance(default, dict) else default
+        return {"error": str(exc)}
 
 
 def _save_cc_telemetry(ccm: CongestionControlManager, results_dir: Path) -> int:

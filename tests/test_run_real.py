@@ -24,7 +24,6 @@ from mn_harness.state import STATE_DIR
 from traffic import ring
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 

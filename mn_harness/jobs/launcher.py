@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ class JobLauncher:
 
     def start(self) -> None:
         self.raw_dir.mkdir(parents=True, exist_ok=True)
-        python = os.environ.get("MN_HARNESS_PYTHON") or _python()
+        python = os.environ.get("MN_HARNESS_PYTHON") or sys.executable
         for host, spec in self.specs():
             spec_path = self.raw_dir / f"{spec.job}-r{spec.rank}.spec.json"
             spec.save(spec_path)
@@ -213,9 +214,3 @@ def _signal(pid: int, sig: int) -> None:
 
 def _project_root() -> Path:
     return Path(__file__).resolve().parents[2]
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable
