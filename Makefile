@@ -16,7 +16,7 @@ test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check mn_harness traffic tests bench
+	$(VENV)/bin/ruff check mn_harness tests bench
 
 clean-runs: setup
 	$(VENV)/bin/mn-harness clean

@@ -25,11 +25,11 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from mn_harness.config import Experiment, load_experiment  # noqa: E402
-from mn_harness.config.units import parse_bandwidth  # noqa: E402
 from mn_harness.dataplane.linux import LinuxDataplane  # noqa: E402
 from mn_harness.network.emulated import EmulatedNetwork  # noqa: E402
 from mn_harness.network.plan import NetworkPlan  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
+from mn_harness.units import parse_bandwidth  # noqa: E402
 
 
 def isolated_goodput(rate: str, segs: int, out: Path) -> float:

@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.config.units import parse_bandwidth  # noqa: E402
-from mn_harness.network.shaping import MTU_BYTES  # noqa: E402
+from mn_harness.p4.limits import FRAME_BYTES  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
-from traffic import inc, ring  # noqa: E402
+from mn_harness.units import parse_bandwidth  # noqa: E402
+from mn_harness.worker import inc, ring  # noqa: E402
 
 TOPOLOGY = ROOT / "topologies" / "inc-vs-ring-bmv2.yaml"
 INC_FRAME = inc.PAYLOAD_BYTES + inc.WIRE_OVERHEAD
@@ -81,7 +81,7 @@ def main() -> int:
     out = Path(tempfile.mkdtemp(prefix="inc-vs-ring-"))
     variants = [("ring_allreduce", 1.0), ("inc_allreduce", 1.0)]
     if args.pps_fair:
-        variants.append(("inc_allreduce", MTU_BYTES / INC_FRAME))
+        variants.append(("inc_allreduce", FRAME_BYTES / INC_FRAME))
     res = {}
     for collective, scale in variants:
         label = collective if scale == 1.0 else f"{collective} (pps-fair x{scale:.2f})"
@@ -105,13 +105,13 @@ def main() -> int:
               f"comm time {r['comm_s'] / base['comm_s']:.2f}  "
               f"bottleneck bytes {r['bottleneck_bytes'] / base['bottleneck_bytes']:.2f}")
     s = parse_size_bytes(args.size)
-    expect = inc.wire_bytes_per_iteration(s) / (ring.bytes_sent_per_worker(s, n) * MTU_BYTES / 1448)
+    expect = inc.wire_bytes_per_iteration(s) / (ring.bytes_sent_per_worker(s, n) * FRAME_BYTES / 1448)
     print(f"  expected bottleneck bytes ratio (frames, no loss, ring ACKs ignored): {expect:.2f}")
     return 0
 
 
 def parse_size_bytes(text: str) -> int:
-    from mn_harness.config.units import parse_size
+    from mn_harness.units import parse_size
 
     return parse_size(text, "size")
 

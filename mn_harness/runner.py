@@ -17,10 +17,9 @@ from pathlib import Path
 import yaml
 
 from mn_harness.cc.manager import CongestionControlManager
-from mn_harness.cc.spec import CCSpec
 from mn_harness.config import Experiment
 from mn_harness.dataplane import select_dataplane
-from mn_harness.jobs.launcher import JobLauncher
+from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results import collect
@@ -50,12 +49,6 @@ def terminate_as_interrupt():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def override_cc(experiment: Experiment, cc: CCSpec | None) -> Experiment:
-    if cc is None:
-        return experiment
-    return experiment.with_jobs(replace(job, cc=cc) for job in experiment.jobs)
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
@@ -95,7 +88,7 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     def record_processes() -> None:
         procs = [(pid, f"mininet:{name}") for name, pid in network.node_pids().items()]
         if launcher is not None:
-            procs += [(pid, "traffic.worker") for pid in launcher.pids()]
+            procs += [(pid, WORKER_MODULE) for pid in launcher.pids()]
         state.set_processes(procs)
         state.set("dataplane", dataplane.state())
 

@@ -4,8 +4,9 @@ rejection is one line naming the YAML path, so users can find the mistake."""
 import pytest
 
 from mn_harness.cc.errors import CCConfigError
-from mn_harness.cc.spec import CCSpec, parse_duration
+from mn_harness.cc.spec import CCSpec, parse_idle_gap
 from mn_harness.cc.variants import DEFAULT_IDLE_GAP_S, DEFAULT_INTERCEPT, DEFAULT_SLOPE
+from mn_harness.errors import ConfigError
 
 
 def test_plain_names():
@@ -28,7 +29,7 @@ def test_mapping_with_parameters():
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),
                                           ("1.5ms", 0.0015), (0.02, 0.02), ("750ns", 7.5e-7)])
 def test_durations(text, seconds):
-    assert parse_duration(text, "x") == pytest.approx(seconds)
+    assert parse_idle_gap(text, "x") == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("value,path_in_message", [
@@ -54,7 +55,7 @@ def test_durations(text, seconds):
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):
-    with pytest.raises(CCConfigError) as exc:
+    with pytest.raises(ConfigError) as exc:  # CCConfigError, or the units' ConfigError
         CCSpec.from_dict(value, "jobs[0].cc")
     message = str(exc.value)
     assert message.startswith(path_in_message), message

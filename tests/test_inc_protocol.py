@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from traffic import inc
-from traffic.inc import (
+from mn_harness.worker import inc
+from mn_harness.worker.inc import (
     FLAG_RESULT,
     FLAG_SATURATED,
     INT32_MAX,
@@ -29,7 +29,7 @@ from traffic.inc import (
     slot_of,
     to_fixed,
 )
-from traffic.spec import WorkerSpec
+from mn_harness.worker.spec import WorkerSpec
 
 
 # -- fixed point ------------------------------------------------------------------------------

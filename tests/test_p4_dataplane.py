@@ -12,12 +12,11 @@ from mn_harness.dataplane import DataplaneError, select_dataplane
 from mn_harness.dataplane.bmv2 import (
     DEFAULT_ECN_THRESHOLD,
     Bmv2Dataplane,
-    QueueSummary,
-    queue_columns,
     resolve_program,
-    summarise_queue_csv,
 )
 from mn_harness.report.loaders import load_queue
+from mn_harness.results.queue import QueueSummary, summarise_queue_csv
+from mn_harness.results.schema import queue_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 

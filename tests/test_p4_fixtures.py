@@ -1,6 +1,6 @@
 """Not a test module: shared data for the tests/test_p4_*.py unit tests.
 
-A hand-written P4Info shaped like p4src/ecn_telemetry.p4's (same names, ids made up), so the
+A hand-written P4Info shaped like mn_harness/p4/programs/ecn_telemetry.p4's (same names, ids made up), so the
 BMv2-free unit tests need no p4c. tests/p4/test_ecn_telemetry.py checks the real P4Info has the
 names the harness uses."""
 

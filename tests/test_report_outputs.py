@@ -6,18 +6,20 @@ import math
 
 import pytest
 
-from mn_harness.report.compare import (
-    aggregate,
+from mn_harness.config.overrides import (
     apply_path,
     apply_variant,
     expand_set_specs,
-    flatten_metrics,
     get_path,
-    mean_ci95,
     parse_path,
     parse_set_spec,
-    t_critical_95,
     variant_label,
+)
+from mn_harness.report.compare import (
+    aggregate,
+    flatten_metrics,
+    mean_ci95,
+    t_critical_95,
     write_compare,
 )
 from mn_harness.report.loaders import load_iterations, load_run

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from mn_harness.results.stats import describe, percentile
-from traffic import ring
+from mn_harness.worker import ring
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8])

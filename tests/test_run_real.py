@@ -21,7 +21,7 @@ from demo_config import small_demo
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.runner import run_experiment
 from mn_harness.state import STATE_DIR
-from traffic import ring
+from mn_harness.worker import ring
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -188,13 +188,13 @@ def test_dead_worker_fails_the_run_with_one_line_and_tears_down(tmp_path):
     while time.monotonic() < deadline and state is None:
         for p in STATE_DIR.glob(f"{os.getpid()}-*.json"):
             data = json.loads(p.read_text())
-            workers = [pid for pid, marker in data["processes"] if marker == "traffic.worker"]
+            workers = [pid for pid, marker in data["processes"] if marker == "mn_harness.worker"]
             if len(workers) == 4:
                 state = data
         time.sleep(0.1)
     assert state is not None
     time.sleep(1.0)
-    victim = next(pid for pid, marker in state["processes"] if marker == "traffic.worker")
+    victim = next(pid for pid, marker in state["processes"] if marker == "mn_harness.worker")
     os.kill(victim, signal.SIGKILL)
     thread.join(60)
     assert not thread.is_alive()

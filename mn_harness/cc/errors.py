@@ -1,20 +1,23 @@
 """Errors of the congestion-control package.
 
-Why separate classes: the runner reports config mistakes (CCConfigError, a YAML path and
-what is wrong) differently from a machine that cannot run a CC (CCUnavailable: what is
-missing and how to get it). Every message is ONE line so it reads well in a CLI error.
+Why separate classes: a `cc:` entry that is wrong is a config mistake (CCConfigError: a
+ConfigError carrying the YAML path, exit 2), while a machine that cannot run a CC is a run
+failure (CCUnavailable: what is missing and how to get it, exit 1). Every message is ONE line
+so it reads well in a CLI error.
 """
 
+from mn_harness.errors import ConfigError, RunError, one_line
 
-class CCError(Exception):
-    """Base class; str() is a single line."""
+
+class CCError(RunError):
+    """Building, registering or using a congestion control failed; str() is a single line."""
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(one_line(message))
 
 
-class CCConfigError(CCError, ValueError):
-    """A `cc:` entry in the experiment YAML is invalid; the message starts with its path."""
+class CCConfigError(ConfigError):
+    """A `cc:` entry in the experiment YAML (or `--cc`) is invalid; `path` names it."""
 
 
 class CCUnavailable(CCError):

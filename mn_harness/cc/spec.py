@@ -8,44 +8,31 @@ and its YAML path, and gets back a validated, hashable spec or a one-line error.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name
+from mn_harness.units import parse_duration
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0}
 _KEYS = ("name", "slope", "intercept", "idle_gap")
+MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 
 
-def parse_duration(value, path: str) -> float:
-    """Seconds from "5ms", "200us", "1s", "1.5ms" or a plain number of seconds."""
-    if isinstance(value, bool):
-        raise CCConfigError(f"{path}: expected a duration like 5ms, got {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNIT[m.group(2)]
-    else:
-        raise CCConfigError(f"{path}: expected a duration like 5ms, 200us or 1s, got {value!r}")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise CCConfigError(f"{path}: must be a positive duration, got {value!r}")
-    if seconds > 10:
-        raise CCConfigError(f"{path}: {value!r} is longer than 10s; an idle gap is milliseconds")
-    return seconds
+def parse_idle_gap(value, path: str) -> float:
+    """Seconds from "5ms", "200us", "1s" or a plain number of seconds; (0, 10 s]."""
+    return parse_duration(value, path, allow_zero=False, max_s=MAX_IDLE_GAP_S)
 
 
 def _number(value, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise CCConfigError(f"{path}: expected a number, got {value!r}")
+        raise CCConfigError(f"{path}", f"expected a number, got {value!r}")
     try:
         number = float(value)
     except ValueError:
-        raise CCConfigError(f"{path}: expected a number, got {value!r}") from None
+        raise CCConfigError(f"{path}", f"expected a number, got {value!r}") from None
     if not math.isfinite(number):
-        raise CCConfigError(f"{path}: expected a finite number, got {value!r}")
+        raise CCConfigError(f"{path}", f"expected a finite number, got {value!r}")
     return number
 
 
@@ -68,21 +55,21 @@ class CCSpec:
         if isinstance(value, str):
             return cls(name=_name(value, f"{path}"))
         if not isinstance(value, Mapping):
-            raise CCConfigError(f"{path}: expected a CC name or a mapping with 'name', got "
+            raise CCConfigError(f"{path}", f"expected a CC name or a mapping with 'name', got "
                                 f"{type(value).__name__}")
         unknown = [k for k in value if k not in _KEYS]
         if unknown:
-            raise CCConfigError(f"{path}.{unknown[0]}: unknown key (allowed: {', '.join(_KEYS)})")
+            raise CCConfigError(f"{path}.{unknown[0]}", f"unknown key (allowed: {', '.join(_KEYS)})")
         if "name" not in value:
-            raise CCConfigError(f"{path}.name: missing (e.g. name: mltcp-reno)")
+            raise CCConfigError(f"{path}.name", "missing (e.g. name: mltcp-reno)")
         if not isinstance(value["name"], str):
-            raise CCConfigError(f"{path}.name: expected a string, got {value['name']!r}")
+            raise CCConfigError(f"{path}.name", f"expected a string, got {value['name']!r}")
         name = _name(value["name"], f"{path}.name")
         slope = _number(value["slope"], f"{path}.slope") if value.get("slope") is not None \
             else None
         intercept = _number(value["intercept"], f"{path}.intercept") \
             if value.get("intercept") is not None else None
-        gap = parse_duration(value["idle_gap"], f"{path}.idle_gap") \
+        gap = parse_idle_gap(value["idle_gap"], f"{path}.idle_gap") \
             if value.get("idle_gap") is not None else None
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
@@ -96,29 +83,29 @@ class CCSpec:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
         name = canonical_name(self.name)
         if name not in BPF_VARIANTS and name not in KERNEL_BUILTINS:
-            raise CCConfigError(f"{path}.name: unknown congestion control {self.name!r} "
+            raise CCConfigError(f"{path}.name", f"unknown congestion control {self.name!r} "
                                 f"(known: {', '.join(sorted({*BPF_VARIANTS, *KERNEL_BUILTINS}))})")
         variant = BPF_VARIANTS.get(name)
         if variant is None or not variant.mltcp:
             for field in ("slope", "intercept"):
                 if getattr(self, field) is not None:
-                    raise CCConfigError(f"{path}.{field}: only the mltcp-* variants take "
+                    raise CCConfigError(f"{path}.{field}", f"only the mltcp-* variants take "
                                         f"{field}, not {name}")
         if variant is None and self.idle_gap_s is not None:
-            raise CCConfigError(f"{path}.idle_gap: only the BPF variants track iterations, "
+            raise CCConfigError(f"{path}.idle_gap", f"only the BPF variants track iterations, "
                                 f"not kernel {name}")
         if variant is None:
             return
         slope, intercept, _ = self.resolved()
         if not -64 <= slope <= 64:
-            raise CCConfigError(f"{path}.slope: {slope} outside [-64, 64]")
+            raise CCConfigError(f"{path}.slope", f"{slope} outside [-64, 64]")
         if not 0 < intercept <= 64:
-            raise CCConfigError(f"{path}.intercept: {intercept} must be in (0, 64]")
+            raise CCConfigError(f"{path}.intercept", f"{intercept} must be in (0, 64]")
         if slope + intercept <= 0:
-            raise CCConfigError(f"{path}.slope: slope + intercept must be > 0 so F stays "
+            raise CCConfigError(f"{path}.slope", f"slope + intercept must be > 0 so F stays "
                                 f"positive over the iteration, got {slope + intercept}")
         if self.idle_gap_s is not None and not 0 < self.idle_gap_s <= 10:
-            raise CCConfigError(f"{path}.idle_gap: {self.idle_gap_s}s outside (0, 10s]")
+            raise CCConfigError(f"{path}.idle_gap", f"{self.idle_gap_s}s outside (0, 10s]")
 
     @property
     def canonical(self) -> str:
@@ -141,6 +128,6 @@ class CCSpec:
 def _name(raw: str, path: str) -> str:
     name = canonical_name(raw)
     if name not in BPF_VARIANTS and name not in KERNEL_BUILTINS:
-        raise CCConfigError(f"{path}: unknown congestion control {raw!r} "
+        raise CCConfigError(f"{path}", f"unknown congestion control {raw!r} "
                             f"(known: {', '.join(sorted({*BPF_VARIANTS, *KERNEL_BUILTINS}))})")
     return name

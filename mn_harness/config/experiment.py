@@ -10,12 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from mn_harness.config.errors import ConfigError
+from mn_harness.cc.spec import CCSpec
+from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.model import (
     EXPERIMENT_RE,
-    INC_MAX_SLOTS,
     JobConfig,
     LinkConfig,
     RunConfig,
@@ -24,8 +22,9 @@ from mn_harness.config.model import (
     check_keys,
     check_name,
 )
+from mn_harness.errors import ConfigError
+from mn_harness.p4.limits import AGG_POOL
 
-INC_POOL_SLOTS = 2 * INC_MAX_SLOTS  # AGG_POOL in p4src/aggregation.p4
 TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
 
 
@@ -52,6 +51,17 @@ class Experiment:
 
     def with_jobs(self, jobs) -> Experiment:
         return dataclasses.replace(self, jobs=tuple(jobs))
+
+    def with_cc(self, cc: CCSpec | None) -> Experiment:
+        """Every job with congestion control `cc` (the CLI's --cc); None changes nothing."""
+        if cc is None:
+            return self
+        return self.with_jobs(dataclasses.replace(job, cc=cc) for job in self.jobs)
+
+    def job_ids(self) -> dict[str, int]:
+        """Job name -> job id 1, 2, ... in job order (0 is "no job"). The one numbering used by
+        the P4 entries (job_classify, aggregation jobs), the telemetry and the workers' ports."""
+        return {job.name: i for i, job in enumerate(self.jobs, 1)}
 
     def with_run(self, **changes) -> Experiment:
         """A copy with run options changed, re-checked where they matter (the data plane
@@ -166,9 +176,9 @@ class Experiment:
                 raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
                                   "aggregation switch (bmv2 data plane, program: aggregation)")
             pool[switch] = pool.get(switch, 0) + 2 * job.inc.slots
-            if pool[switch] > INC_POOL_SLOTS:
+            if pool[switch] > AGG_POOL:
                 raise ConfigError(f"jobs[{i}].inc.slots", f"the inc jobs on {switch} need "
-                                  f"{pool[switch] // 2} slots, the switch has {INC_POOL_SLOTS // 2}")
+                                  f"{pool[switch] // 2} slots, the switch has {AGG_POOL // 2}")
 
     def _check_connected(self) -> None:
         adj = self.neighbours()
@@ -193,20 +203,8 @@ class Experiment:
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(str(path), f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if raw is None:
-        raise ConfigError(str(path), "file is empty")
-    return Experiment.from_dict(raw, default_name=path.stem)
+    """Read and validate an experiment file (the one reader: mn_harness.config.loader)."""
+    return Experiment.from_dict(read_experiment_file(path), default_name=default_name(path))
 
 
 def load_experiment_dict(raw: Mapping, name: str = "experiment") -> Experiment:

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.spec import CCSpec
-from mn_harness.config.errors import ConfigError
-from mn_harness.config.units import (
+from mn_harness.errors import ConfigError
+from mn_harness.p4.limits import INC_MAX_SLOTS
+from mn_harness.units import (
     parse_bandwidth,
     parse_count,
     parse_duration,
@@ -116,12 +116,11 @@ class LinkConfig:
         return cls(a, b, bw, queue, delay)
 
 
-INC_MAX_SLOTS = 1024  # window slots per job; aggregation.p4 has 2048 physical slots (2 each)
 
 
 @dataclass(frozen=True)
 class IncConfig:
-    """Options of collective inc_allreduce (traffic/inc.py, p4src/aggregation.p4)."""
+    """Options of collective inc_allreduce (mn_harness/worker/inc.py, mn_harness/p4/programs/aggregation.p4)."""
     slots: int = 32  # window: chunks in flight per worker; the switch keeps 2 slots each
     scale: float = 65536.0  # fixed point: gradient value * scale, rounded, saturating at int32
 
@@ -184,11 +183,7 @@ class JobConfig:
             inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")
         elif "inc" in raw:
             raise ConfigError(f"{path}.inc", "only for collective: inc_allreduce")
-        cc_raw = raw.get("cc", "cubic")
-        try:
-            cc = CCSpec.from_dict(cc_raw, f"{path}.cc")
-        except CCConfigError as exc:
-            raise ConfigError("", str(exc)) from None
+        cc = CCSpec.from_dict(raw.get("cc", "cubic"), f"{path}.cc")
         return cls(
             name=name,
             workers=workers,

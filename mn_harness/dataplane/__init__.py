@@ -1,8 +1,17 @@
-"""Data planes: Linux routers (default, always available) and BMv2 running our P4 programs."""
+"""Data planes: Linux routers (default, always available) and BMv2 running our P4 programs.
+
+Importing this package loads neither Mininet nor grpc: the data planes themselves are imported
+when one is selected."""
 
 from __future__ import annotations
 
-from mn_harness.dataplane.base import Dataplane, DataplaneError
+from typing import TYPE_CHECKING
+
+from mn_harness.dataplane.errors import DataplaneError
+
+if TYPE_CHECKING:
+    from mn_harness.dataplane.base import Dataplane
+
 
 
 def _bmv2_class():
@@ -13,25 +22,30 @@ def _bmv2_class():
     return Bmv2Dataplane
 
 
+def bmv2_unavailable_reason() -> str | None:
+    """None when the BMv2 data plane can run here, else one line saying what to install."""
+    bmv2 = _bmv2_class()
+    if bmv2 is None:
+        return "the bmv2 data plane needs grpcio, protobuf and p4runtime (pip install mn-harness)"
+    return bmv2.unavailable_reason()
+
+
 def select_dataplane(requested: str, log=print) -> Dataplane:
     """`linux`, `bmv2`, or `auto` (BMv2 when its binaries are installed, saying so)."""
     from mn_harness.dataplane.linux import LinuxDataplane
 
-    bmv2 = _bmv2_class()
     if requested == "linux":
         return LinuxDataplane()
+    reason = bmv2_unavailable_reason()
     if requested == "bmv2":
-        if bmv2 is None:
-            raise DataplaneError("run.dataplane: bmv2 data plane is not part of this installation yet")
-        reason = bmv2.unavailable_reason()
         if reason:
             raise DataplaneError(f"run.dataplane: bmv2 unavailable: {reason}")
-        return bmv2()
-    if bmv2 is not None and bmv2.unavailable_reason() is None:
+        return _bmv2_class()()
+    if reason is None:
         log("data plane: auto -> bmv2 (BMv2 binaries found)")
-        return bmv2()
+        return _bmv2_class()()
     log("data plane: auto -> linux (BMv2 not installed)")
     return LinuxDataplane()
 
 
-__all__ = ["Dataplane", "DataplaneError", "select_dataplane"]
+__all__ = ["DataplaneError", "bmv2_unavailable_reason", "select_dataplane"]

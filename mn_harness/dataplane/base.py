@@ -17,10 +17,6 @@ from mn_harness.config import SwitchConfig
 from mn_harness.network.plan import NetworkPlan
 
 
-class DataplaneError(RuntimeError):
-    """A data plane is unavailable or failed; the message is one readable line."""
-
-
 class Dataplane(ABC):
     name: str = "abstract"
 

@@ -1,4 +1,4 @@
-"""The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running p4src/ecn_telemetry.p4,
+"""The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running mn_harness/p4/programs/ecn_telemetry.p4,
 programmed over P4Runtime from the same NetworkPlan (addresses, shortest paths) as the Linux
 data plane.
 
@@ -73,10 +73,12 @@ from mininet.net import Mininet
 from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
-from mn_harness.dataplane.base import Dataplane, DataplaneError
+from mn_harness.dataplane.base import Dataplane
+from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.network.shaping import MTU_BYTES, add_netem
+from mn_harness.network.shaping import add_netem
+from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
 from mn_harness.p4.aggregation import install_jobs as install_agg_jobs
 from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads
@@ -90,13 +92,13 @@ from mn_harness.p4.entries import (
     switch_specs,
 )
 from mn_harness.p4.errors import P4Error
+from mn_harness.p4.limits import FRAME_BYTES
 from mn_harness.p4.runtime import P4Info, SwitchConnection
 from mn_harness.p4.telemetry import TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
+from mn_harness.results.queue import QueueSummary
+from mn_harness.results.schema import queue_columns
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-P4SRC = REPO_ROOT / "p4src"
-DEFAULT_PROGRAM = "ecn_telemetry"
 DEFAULT_ECN_THRESHOLD = 20  # packets
 THRIFT_PORT = 9090           # on each switch namespace's own loopback
 SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"
@@ -138,14 +140,14 @@ class Bmv2SwitchNode(Node):
 
 
 def resolve_program(name: str | None) -> Path:
-    """A SwitchConfig.program: None -> ecn_telemetry; a name -> p4src/<name>.p4; or a path.
+    """A SwitchConfig.program: None -> ecn_telemetry; a name -> mn_harness/p4/programs/<name>.p4; or a path.
     The program must keep ecn_telemetry's tables and counters (entries and telemetry use them)."""
-    name = name or DEFAULT_PROGRAM
-    for candidate in (P4SRC / f"{name}.p4", Path(name)):
-        if candidate.is_file():
-            return candidate
-    raise DataplaneError(f"P4 program {name!r} not found (looked for {P4SRC / (name + '.p4')} "
-                         f"and {name})")
+    path = find_program(name)
+    if path is None:
+        name = name or DEFAULT_PROGRAM
+        raise DataplaneError(f"P4 program {name!r} not found (looked for "
+                             f"{PROGRAMS_DIR / (name + '.p4')} and {name})")
+    return path
 
 
 class Bmv2Dataplane(Dataplane):
@@ -226,7 +228,7 @@ class Bmv2Dataplane(Dataplane):
             self.switches[name] = sw
         sw.start()
         sw.configure_queues({i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets,
-                                                          MTU_BYTES)
+                                                          FRAME_BYTES)
                              for i in intfs})
         conn = SwitchConnection(sw.grpc_address, spec.device_id, name=name).connect()
         self.conns[name] = conn
@@ -301,73 +303,7 @@ class Bmv2Dataplane(Dataplane):
                 self.run_dir = None
 
 
-# -- queue.csv ---------------------------------------------------------------------------------
-
-def queue_columns(job_names) -> list[str]:
-    return ["t", "switch", "port", "link", "depth", "depth_max", "packets", "marks",
-            *[f"bytes_{j}" for j in job_names]]
-
-
-class QueueSummary:
-    """Accumulates queue.csv rows into the summary fields (also used to summarise a file)."""
-
-    def __init__(self, job_names):
-        self.job_names = list(job_names)
-        self.ports: dict[str, dict] = {}
-        self.ecn_marks = {j: 0 for j in self.job_names}
-        self.samples = 0
-        self.first_t: float | None = None
-        self.last_t: float | None = None
-
-    def add_tick(self, t: float) -> None:
-        self.samples += 1
-        self.first_t = t if self.first_t is None else self.first_t
-        self.last_t = t
-
-    def add_row(self, switch: str, port, link: str, depth: float, depth_max: float, packets: int,
-                marks: int, job_marks: dict[str, int] | None = None) -> None:
-        p = self.ports.setdefault(f"{switch}:{port}", {"link": link, "max_depth": 0.0,
-                                                       "_depth_sum": 0.0, "packets": 0, "marks": 0})
-        p["max_depth"] = max(p["max_depth"], depth_max)
-        p["_depth_sum"] += depth * packets
-        p["packets"] += packets
-        p["marks"] += marks
-        for job, n in (job_marks or {}).items():
-            self.ecn_marks[job] = self.ecn_marks.get(job, 0) + n
-
-    def result(self) -> dict:
-        queue = {}
-        for key, p in self.ports.items():
-            queue[key] = {"link": p["link"], "max_depth": p["max_depth"],
-                          "mean_depth": round(p["_depth_sum"] / p["packets"], 3) if p["packets"] else 0.0,
-                          "packets": p["packets"], "marks": p["marks"]}
-        span = (self.last_t - self.first_t) if self.samples > 1 else 0.0
-        rate = round((self.samples - 1) / span, 1) if span > 0 else 0.0
-        return {"queue": queue, "ecn_marks": dict(self.ecn_marks),
-                "telemetry": {"samples": self.samples, "samples_per_s": rate}}
-
-
-def summarise_queue_csv(path: Path | str, job_marks: dict[str, int] | None = None) -> dict:
-    """Summary fields from a queue.csv (per-port max / packet-weighted mean depth, marks,
-    sample rate). Per-job marks are not in the file; pass them if known."""
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        jobs = [c[len("bytes_"):] for c in reader.fieldnames or [] if c.startswith("bytes_")]
-        summary = QueueSummary(jobs)
-        ticks = set()
-        for r in reader:
-            t = float(r["t"])
-            if t not in ticks:
-                ticks.add(t)
-                summary.add_tick(t)
-            depth = float(r["depth"])
-            summary.add_row(r["switch"], r["port"], r.get("link", ""), depth,
-                            float(r.get("depth_max") or depth), int(float(r.get("packets") or 0)),
-                            int(float(r["marks"] or 0)))
-    result = summary.result()
-    result["ecn_marks"] = dict(job_marks or {})
-    return result
-
+# -- queue.csv (columns: mn_harness.results.schema; summary: mn_harness.results.queue) ------
 
 class _Collector(threading.Thread):
     def __init__(self, path: Path, readers: list[TelemetryReader], jobs: dict[str, int],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mn_harness.config import JobConfig
 from mn_harness.network.plan import NetworkPlan
-from traffic import ring
+from mn_harness.worker import ring
 
 
 def bytes_sent_per_worker(job: JobConfig) -> int:

@@ -19,16 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mn_harness.config import Experiment
+from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
 from mn_harness.network.emulated import EmulatedNetwork
-from traffic.spec import WorkerSpec
+from mn_harness.worker.spec import WorkerSpec
 
 BASE_PORT = 40000
+WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
 START_MARGIN_S = 0.3
-
-
-class JobError(RuntimeError):
-    """A worker failed or the run timed out; one readable line."""
 
 
 @dataclass
@@ -72,19 +70,21 @@ class JobLauncher:
     def specs(self) -> list[tuple[str, WorkerSpec]]:
         plan = self.network.plan
         out = []
-        for j, job in enumerate(self.experiment.jobs):
+        job_ids = self.experiment.job_ids()
+        for job in self.experiment.jobs:
+            job_id = job_ids[job.name]
             ips = tuple(plan.host_ip[w] for w in job.workers)
             for rank, host in enumerate(job.workers):
                 stem = self.raw_dir / f"{job.name}-r{rank}"
                 out.append((host, WorkerSpec(
-                    job=job.name, rank=rank, ips=ips, port=BASE_PORT + j,
+                    job=job.name, rank=rank, ips=ips, port=BASE_PORT + job_id,
                     collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
                     compute_s=job.compute_s, iterations=job.iterations,
                     start_offset_s=job.start_offset_s, cc=self.cc_names[job.name],
                     iterations_path=str(stem) + ".iterations.jsonl",
                     throughput_path=str(stem) + ".throughput.jsonl",
                     bin_s=self.experiment.run.throughput_bin_s,
-                    **_inc_fields(job, j, plan.gateway(host).peer_ip, self.experiment.run.seed),
+                    **_inc_fields(job, job_id, plan.gateway(host).peer_ip, self.experiment.run.seed),
                 )))
         return out
 
@@ -96,10 +96,10 @@ class JobLauncher:
             spec.save(spec_path)
             stderr_path = self.raw_dir / f"{spec.job}-r{spec.rank}.stderr"
             node = self.network.nodes[host]
-            proc = node.popen([python, "-u", "-m", "traffic.worker", str(spec_path)],
+            # the worker is part of the installed package: no PYTHONPATH, no checkout needed
+            proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=open(stderr_path, "w"), cwd=str(_project_root()),
-                              env={**os.environ, "PYTHONPATH": str(_project_root())})
+                              stderr=open(stderr_path, "w"), cwd=str(self.raw_dir))
             self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))
             self._on_change()
 
@@ -196,12 +196,12 @@ class JobLauncher:
                         pass
 
 
-def _inc_fields(job, index: int, gateway_ip: str, seed: int) -> dict:
+def _inc_fields(job, job_id: int, gateway_ip: str, seed: int) -> dict:
     """WorkerSpec fields of an inc_allreduce worker: it sends to its gateway (the aggregation
-    switch); the job id on the switch is the telemetry job id (p4.entries.job_ids: 1, 2, ...)."""
+    switch); the job id on the switch is Experiment.job_ids()'s, as in the P4 entries."""
     if job.inc is None:
         return {}
-    return {"agg_switch_ip": gateway_ip, "agg_job_id": index + 1, "inc_slots": job.inc.slots,
+    return {"agg_switch_ip": gateway_ip, "agg_job_id": job_id, "inc_slots": job.inc.slots,
             "inc_scale": job.inc.scale, "inc_seed": seed}
 
 
@@ -210,7 +210,3 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
-
-
-def _project_root() -> Path:
-    return Path(__file__).resolve().parents[2]

@@ -1,7 +1,9 @@
 """Network-layer errors: something the kernel refused while building the emulated network."""
 
+from mn_harness.errors import RunError
 
-class NetworkError(RuntimeError):
+
+class NetworkError(RunError):
     """Building or configuring the network failed; the message is one readable line."""
 
 

@@ -11,8 +11,7 @@ import re
 
 from mn_harness.network.commands import run_in
 from mn_harness.network.errors import MissingKernelFeature, NetworkError
-
-MTU_BYTES = 1514
+from mn_harness.p4.limits import FRAME_BYTES
 
 
 def limit_offloads(pid: int, intf: str, gso_max_segs: int) -> None:
@@ -47,7 +46,7 @@ def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s
                  where: str = "") -> None:
     rate = f"{int(bw_bps)}bit"
     # burst: enough for a few ms of traffic at high rates, at least a few MTUs
-    burst = max(4 * MTU_BYTES, int(bw_bps / 8 / 1000))
+    burst = max(4 * FRAME_BYTES, int(bw_bps / 8 / 1000))
     run_in(pid, ["tc", "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1"])
     run_in(pid, ["tc", "class", "add", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
                  "rate", rate, "ceil", rate, "burst", str(burst), "cburst", str(burst)])
@@ -57,7 +56,7 @@ def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s
     else:
         # byte-limited: a GSO super-packet of k MTUs takes k packets' room
         run_in(pid, ["tc", "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:", "bfifo",
-                     "limit", str(queue_packets * MTU_BYTES)])
+                     "limit", str(queue_packets * FRAME_BYTES)])
 
 
 _SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+)")

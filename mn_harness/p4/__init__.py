@@ -1,0 +1,28 @@
+"""The P4 half: programs (package data in programs/), their limits (limits.py), the p4c build,
+the P4Runtime client, BMv2 process control, table entries, telemetry and in-network aggregation.
+
+Importing this package (or `mn_harness.p4.limits`) loads nothing heavy: grpc and the P4Runtime
+bindings are imported by the modules that talk to a switch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROGRAMS_DIR = Path(__file__).resolve().parent / "programs"
+DEFAULT_PROGRAM = "ecn_telemetry"
+AGGREGATION_PROGRAM = "aggregation"
+
+
+def find_program(name: str | None) -> Path | None:
+    """A switch's `program:` value as a file: None -> ecn_telemetry; a bare name ->
+    programs/<name>.p4 shipped with the package; otherwise a path to a .p4 file. None when no
+    such file exists."""
+    name = name or DEFAULT_PROGRAM
+    for candidate in (PROGRAMS_DIR / f"{name}.p4", Path(name)):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def shipped_programs() -> list[str]:
+    return sorted(p.stem for p in PROGRAMS_DIR.glob("*.p4"))

@@ -1,4 +1,4 @@
-"""Control-plane state for p4src/aggregation.p4 (in-network aggregation for inc_allreduce).
+"""Control-plane state for mn_harness/p4/programs/aggregation.p4 (in-network aggregation for inc_allreduce).
 
 Per aggregation job on a switch:
   - `agg_job` (job id, UDP port) -> slot base and count in the shared pool, worker count,
@@ -8,24 +8,20 @@ Per aggregation job on a switch:
     written on each result copy.
 Slots: a job with `slots` window positions uses 2 * slots physical slots (two copies per
 position, see the program's header); `allocate_slots` packs the jobs into the pool and says in
-one line when they do not fit. The worker-side constants live in traffic/inc.py (stdlib only).
+one line when they do not fit. The worker-side constants live in mn_harness/worker/inc.py (stdlib only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from traffic.inc import AGG_PORT_BASE, MAX_INC_JOBS, MAX_INC_WORKERS
-
+from . import AGGREGATION_PROGRAM, PROGRAMS_DIR
 from .entries import Entry
 from .errors import P4Error
+from .limits import AGG_MAX_JOB_ID, AGG_MAX_WORKERS, AGG_POOL, AGG_PORT_BASE, AGG_STATS_KINDS
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-AGGREGATION_P4 = REPO_ROOT / "p4src" / "aggregation.p4"
-AGG_POOL = 2048            # must match AGG_POOL in aggregation.p4
-AGG_STATS_KINDS = 8        # must match AGG_STATS_KINDS
+AGGREGATION_P4 = PROGRAMS_DIR / f"{AGGREGATION_PROGRAM}.p4"
 STATS = ("added", "duplicate", "stale", "results", "saturated", "resent", "bad")
 
 
@@ -103,11 +99,11 @@ def allocate_slots(jobs: Sequence[AggJob], pool: int = AGG_POOL) -> list[AggJob]
     """Give each job a disjoint slot range, in order."""
     out, base = [], 0
     for job in jobs:
-        if not 1 <= job.job_id < MAX_INC_JOBS:
-            raise AggregationError(f"aggregation job id {job.job_id} outside 1..{MAX_INC_JOBS - 1}")
-        if not 2 <= len(job.workers) <= MAX_INC_WORKERS:
+        if not 1 <= job.job_id <= AGG_MAX_JOB_ID:
+            raise AggregationError(f"aggregation job id {job.job_id} outside 1..{AGG_MAX_JOB_ID}")
+        if not 2 <= len(job.workers) <= AGG_MAX_WORKERS:
             raise AggregationError(f"aggregation job {job.job_id}: {len(job.workers)} workers "
-                                   f"(2..{MAX_INC_WORKERS} supported)")
+                                   f"(2..{AGG_MAX_WORKERS} supported)")
         if base + job.physical_slots > pool:
             raise AggregationError(f"aggregation slots: jobs need {sum(j.physical_slots for j in jobs)}"
                                    f" physical slots (2 per window slot), the switch has {pool}")

@@ -18,7 +18,7 @@ the Thrift runtime (`simple_switch_CLI`); `pps_for_rate` converts a link rate in
 
 Two priority queues per port (`--priority-queues 2`, PRIORITY_QUEUES): BMv2 paces each queue in
 packets/s, so with a single queue at the link rate in 1514-byte frames the reverse direction's
-pure ACKs took full-frame slots and data got ~2/3 of the link. p4src/ecn_telemetry.p4 puts small
+pure ACKs took full-frame slots and data got ~2/3 of the link. mn_harness/p4/programs/ecn_telemetry.p4 puts small
 packets (IPv4 total length <= SMALL_PACKET_MAX_IP_BYTES) into SMALL_PRIORITY, served first, and
 data into DATA_PRIORITY. `QueueConfig.for_link(mbit, depth)` gives the data queue the link's depth
 and rate in 1514-byte frames and the small queue the link's byte rate in SMALL_FRAME_BYTES frames
@@ -58,14 +58,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SwitchCLIError, SwitchStartError, ToolchainMissing
+from .limits import FRAME_BYTES, PRIORITY_QUEUES, QUEUE_DATA, QUEUE_SMALL, SMALL_FRAME_BYTES
 from .toolchain import Toolchain, find_toolchain
 
-DEFAULT_PACKET_BYTES = 1514  # a full-MTU Ethernet frame: what a bulk TCP flow sends
-PRIORITY_QUEUES = 2          # egress queues per port (simple_switch_grpc --priority-queues)
-DATA_PRIORITY = 0            # QUEUE_DATA in p4src/include/ecn_headers.p4: ECN and qdepth_hist
-SMALL_PRIORITY = 1           # QUEUE_SMALL: served first (BMv2 serves the highest priority first)
-SMALL_PACKET_MAX_IP_BYTES = 128                  # SMALL_PKT_MAX_LEN in ecn_headers.p4
-SMALL_FRAME_BYTES = SMALL_PACKET_MAX_IP_BYTES + 14  # the largest small packet's frame
+# Queue numbers and frame sizes are the programs' (mn_harness.p4.limits): the data queue is
+# QUEUE_DATA (ECN, depth histogram), the small-packet queue QUEUE_SMALL, served first (BMv2 serves
+# the highest priority first).
+DEFAULT_PACKET_BYTES = FRAME_BYTES
+DATA_PRIORITY = QUEUE_DATA
+SMALL_PRIORITY = QUEUE_SMALL
 
 _running: set[BMv2Switch] = set()
 _running_lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""Table entries for p4src/ecn_telemetry.p4, computed from the harness's NetworkPlan. No switch
+"""Table entries for mn_harness/p4/programs/ecn_telemetry.p4, computed from the harness's NetworkPlan. No switch
 needed.
 
 There is one routing algorithm in the project: NetworkPlan's shortest paths (hop count, ties
@@ -29,14 +29,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import P4Error
+from .limits import MAX_JOBS, MAX_PORTS, NO_MARKING, QBUCKET_MAX_SHIFT, QBUCKETS
 
 if TYPE_CHECKING:
     from mn_harness.network.plan import NetworkPlan
 
-QBUCKETS = 64            # must match QBUCKETS in ecn_telemetry.p4
-MAX_PORTS = 32           # must match MAX_PORTS
-MAX_JOBS = 64            # must match MAX_JOBS
-NO_MARKING = (1 << 19) - 1
 
 
 class TopologyError(P4Error):
@@ -91,7 +88,7 @@ def switch_specs(plan: NetworkPlan) -> dict[str, SwitchSpec]:
 
 def job_ids(plan: NetworkPlan) -> dict[str, int]:
     """Job name -> telemetry job id: 1, 2, ... in job order (0 = unclassified)."""
-    ids = {job.name: i for i, job in enumerate(plan.experiment.jobs, 1)}
+    ids = plan.experiment.job_ids()
     if len(ids) >= MAX_JOBS:
         raise TopologyError(f"{len(ids)} jobs: ecn_telemetry.p4 tells at most {MAX_JOBS - 1} apart")
     return ids
@@ -119,7 +116,7 @@ def qbucket_shift(queue_depth: int | None) -> int:
     shift = 0
     while (depth >> shift) > QBUCKETS - 1:
         shift += 1
-    return min(shift, 18)
+    return min(shift, QBUCKET_MAX_SHIFT)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ and switch-start failures, the tool's own output below it), so the harness can p
 
 from __future__ import annotations
 
+from mn_harness.errors import RunError
 
-class P4Error(Exception):
+
+class P4Error(RunError):
     """Base class of everything raised by mn_harness.p4."""
 
 

@@ -1,4 +1,4 @@
-"""Read the telemetry counters of p4src/ecn_telemetry.p4 over P4Runtime and turn two reads into
+"""Read the telemetry counters of mn_harness/p4/programs/ecn_telemetry.p4 over P4Runtime and turn two reads into
 one sample per egress port.
 
 Why counters read over P4Runtime (see also the header of ecn_telemetry.p4): BMv2's P4Runtime

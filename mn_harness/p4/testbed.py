@@ -27,14 +27,14 @@ from pathlib import Path
 from mn_harness.config.experiment import load_experiment_dict
 from mn_harness.network.plan import NetworkPlan
 
+from . import DEFAULT_PROGRAM, PROGRAMS_DIR
 from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
 from .compile import CompiledProgram, compile_p4
 from .entries import install_entries, qbucket_shift, switch_entries, switch_specs
 from .errors import P4Error
 from .runtime import P4Info, SwitchConnection
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ECN_TELEMETRY_P4 = REPO_ROOT / "p4src" / "ecn_telemetry.p4"
+ECN_TELEMETRY_P4 = PROGRAMS_DIR / f"{DEFAULT_PROGRAM}.p4"
 
 
 class TestbedError(P4Error):

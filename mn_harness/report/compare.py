@@ -13,18 +13,12 @@ dependency: the two-sided 95% t quantiles are tabulated.
 
 from __future__ import annotations
 
-import copy
 import csv
-import itertools
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from mn_harness.report.loaders import load_run
 from mn_harness.report.markdown import markdown_table, text_table
@@ -392,139 +386,3 @@ def write_compare(
     md = out / "compare.md"
     md.write_text(render_compare_md(rows, written, out, errors))
     return md
-
-
-# --------------------------------------------------------------------------- --set sweeps
-
-_SEGMENT = r"[A-Za-z_][\w-]*(?:\[\d+\])*"
-_PATH_RE = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
-_TOKEN_RE = re.compile(r"([A-Za-z_][\w-]*)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> list[str | int]:
-    """`jobs[0].compute` -> ["jobs", 0, "compute"]; ValueError naming a malformed path."""
-    if not _PATH_RE.match(path):
-        raise ValueError(f"malformed config path {path!r} (expected e.g. jobs[0].compute)")
-    return [int(idx) if idx else name for name, idx in _TOKEN_RE.findall(path)]
-
-
-def _split_values(text: str) -> list[str]:
-    """Split on commas outside brackets/braces/quotes, so `[1,2],[3]` is two values."""
-    parts: list[str] = []
-    depth = 0
-    quote: str | None = None
-    cur = ""
-    for ch in text:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        cur += ch
-    parts.append(cur)
-    return [p.strip() for p in parts]
-
-
-def parse_value(text: str) -> Any:
-    """A YAML scalar/flow value: `3` -> 3, `true` -> True, `80ms` -> "80ms", `[1,2]` -> list."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-
-
-def parse_set_spec(spec: str) -> list[tuple[str, Any]]:
-    """`jobs[0].compute=80ms,120ms` -> [("jobs[0].compute", "80ms"), ("jobs[0].compute",
-    "120ms")]. ValueError for a spec without "=", a malformed path, or an empty value."""
-    path, sep, rest = spec.partition("=")
-    path = path.strip()
-    if not sep:
-        raise ValueError(f"--set {spec!r}: expected PATH=VALUE[,VALUE...]")
-    parse_path(path)
-    texts = _split_values(rest)
-    if any(t == "" for t in texts):
-        raise ValueError(f"--set {spec!r}: empty value for {path}")
-    return [(path, parse_value(t)) for t in texts]
-
-
-def expand_set_specs(specs: Sequence[str]) -> list[list[tuple[str, Any]]]:
-    """Every combination (cartesian product, in spec order) of several --set specs."""
-    if not specs:
-        return [[]]
-    choices = [parse_set_spec(s) for s in specs]
-    return [list(combo) for combo in itertools.product(*choices)]
-
-
-def format_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, list | dict):
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
-
-
-def variant_label(assignments: Sequence[tuple[str, Any]]) -> str:
-    """`jobs[0].compute=80ms` (several joined by a space); usable as a compare label."""
-    return " ".join(f"{p}={format_value(v)}" for p, v in assignments)
-
-
-def _walk(node: Any, tokens: Sequence[str | int], path: str) -> Any:
-    walked = ""
-    for tok in tokens:
-        if isinstance(tok, int):
-            here = f"{walked}[{tok}]"
-            if not isinstance(node, list) or not 0 <= tok < len(node):
-                raise ValueError(f"config path {path!r}: {here} does not exist")
-        else:
-            here = f"{walked}.{tok}" if walked else tok
-            if not isinstance(node, dict) or tok not in node:
-                raise ValueError(f"config path {path!r}: {here} does not exist")
-        node = node[tok]
-        walked = here
-    return node
-
-
-def get_path(config: Any, path: str) -> Any:
-    """The value at `path`; ValueError naming the path (and the missing part) if absent."""
-    return _walk(config, parse_path(path), path)
-
-
-def apply_path(config: dict[str, Any], path: str, value: Any, create: bool = False) -> dict[str, Any]:
-    """A deep copy of `config` with `path` set to `value`.
-
-    Every part of the path must exist (a typo must not silently add a field); with
-    create=True only the last key may be new, in an existing mapping."""
-    tokens = parse_path(path)
-    out = copy.deepcopy(config)
-    parent = _walk(out, tokens[:-1], path)
-    last = tokens[-1]
-    if isinstance(last, str) and create and isinstance(parent, dict):
-        parent[last] = value
-        return out
-    try:
-        _walk(parent, [last], path)
-    except ValueError:
-        raise ValueError(f"config path {path!r}: {path} does not exist") from None
-    parent[last] = value
-    return out
-
-
-def apply_variant(
-    config: dict[str, Any], assignments: Sequence[tuple[str, Any]], create: bool = False
-) -> dict[str, Any]:
-    """Apply every (path, value) of a variant, in order, to a copy of `config`."""
-    out = copy.deepcopy(config)
-    for path, value in assignments:
-        out = apply_path(out, path, value, create=create)
-    return out

@@ -1,4 +1,4 @@
-"""p4src/aggregation.p4 on BMv2: exact sums for 2, 3 and 4 workers, duplicates not added twice,
+"""mn_harness/p4/programs/aggregation.p4 on BMv2: exact sums for 2, 3 and 4 workers, duplicates not added twice,
 a lost result re-sent, two jobs at once, slot reuse and stale packets, saturation reported,
 ordinary traffic still forwarded.
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "agent":
     sys.path.insert(0, str(REPO))
 
-from traffic.inc import (  # noqa: E402
+from mn_harness.worker.inc import (  # noqa: E402
     AGG_PORT_BASE,
     FLAG_RESULT,
     FLAG_SATURATED,

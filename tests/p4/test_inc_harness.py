@@ -14,7 +14,7 @@ import yaml
 
 from mn_harness.config import Experiment
 from mn_harness.runner import run_experiment
-from traffic import inc
+from mn_harness.worker import inc
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""inc_allreduce: all-reduce by in-network aggregation on a BMv2 switch (p4src/aggregation.p4).
+"""inc_allreduce: all-reduce by in-network aggregation on a BMv2 switch (mn_harness/p4/programs/aggregation.p4).
 
 Each worker cuts its gradient (S bytes of fp32 = S/4 values) into chunks of VECLEN values,
 converts them to signed 32-bit fixed point (value * scale, rounded; values beyond int32 are
@@ -45,12 +45,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-VECLEN = 64                       # values per packet; AGG_VECLEN in aggregation.p4
-AGG_PORT_BASE = 48640             # 0xBE00; the switch parses UDP dst ports 48640..48703
-MAX_INC_JOBS = 64                 # job ids 1..63
-MAX_INC_WORKERS = 32              # the switch's worker bitmap is 32 bits
-FLAG_RESULT = 1
-FLAG_SATURATED = 2
+from mn_harness.p4.limits import AGG_FLAG_RESULT as FLAG_RESULT
+from mn_harness.p4.limits import AGG_FLAG_SATURATED as FLAG_SATURATED
+from mn_harness.p4.limits import AGG_MAX_WORKERS as MAX_INC_WORKERS
+from mn_harness.p4.limits import AGG_PORT_BASE
+from mn_harness.p4.limits import AGG_VECLEN as VECLEN
+from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
+
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 HEADER = struct.Struct("!HHIBBBB")
 HEADER_BYTES = HEADER.size        # 12
@@ -392,5 +393,5 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover - run through traffic.worker
-    sys.exit("run through: python -m traffic.worker SPEC.json")
+if __name__ == "__main__":  # pragma: no cover - run through mn_harness.worker
+    sys.exit("run through: python -m mn_harness.worker SPEC.json")

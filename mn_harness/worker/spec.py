@@ -26,7 +26,7 @@ class WorkerSpec:
     throughput_path: str  # JSON lines, one per iteration (bins of that iteration)
     bin_s: float = 0.010
     connect_timeout_s: float = 20.0
-    # inc_allreduce only (traffic/inc.py); defaults keep ring-only callers unchanged
+    # inc_allreduce only (mn_harness/worker/inc.py); defaults keep ring-only callers unchanged
     agg_switch_ip: str | None = None  # None: the host's default gateway
     agg_job_id: int = 0  # 1..63, the job's id on the aggregation switch
     agg_port: int = 0  # 0: 48640 + agg_job_id

@@ -1,7 +1,7 @@
 /* aggregation.p4 -- in-network aggregation (SwitchML/ATP style) for inc_allreduce, plus the
  * ordinary forwarding, ECN marking and telemetry of ecn_telemetry.p4 (P4_16, v1model, BMv2).
  *
- * The forwarding part is ecn_telemetry.p4's own code, included textually from p4src/include/
+ * The forwarding part is ecn_telemetry.p4's own code, included textually from mn_harness/p4/programs/include/
  * (same table, action and counter names), so the harness installs the same entries and reads the
  * same telemetry; aggregation and ordinary jobs share one switch.
  *

@@ -10,7 +10,7 @@ Each iteration: compute (sleep), then the collective over persistent kernel TCP 
 the ring neighbours, each socket using the job's congestion control. One JSON line per
 iteration is appended and flushed, so a killed run keeps what it measured.
 
-Usage: python -m traffic.worker SPEC.json"""
+Usage: python -m mn_harness.worker SPEC.json"""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from traffic import ring, tcpinfo
-from traffic.spec import WorkerSpec
+from mn_harness.worker import ring, tcpinfo
+from mn_harness.worker.spec import WorkerSpec
 
 BUF_BYTES = 1 << 20
 
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = WorkerSpec.load(argv[0])
     if spec.collective == "inc_allreduce":
-        from traffic import inc
+        from mn_harness.worker import inc
 
         return inc.run(spec, wait_for_go)
     if spec.collective != "ring_allreduce":

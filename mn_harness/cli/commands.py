@@ -1,0 +1,120 @@
+"""The single-experiment commands: validate, run, report, clean."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from mn_harness.config import ConfigError, Experiment, load_experiment
+from mn_harness.config.model import DATAPLANES
+from mn_harness.errors import EXIT_INTERRUPTED, UsageError
+
+EXAMPLES = {
+    "validate": "example: mn-harness validate topologies/dumbbell-2jobs.yaml",
+    "run": "example: sudo mn-harness run topologies/dumbbell-2jobs.yaml --cc mltcp-reno",
+    "report": "example: mn-harness report results/dumbbell-2jobs-20261201-101500",
+    "clean": "example: sudo mn-harness clean",
+}
+
+
+def need_root(command: str) -> None:
+    if os.geteuid() != 0:
+        raise UsageError(f"{command}: needs root (network namespaces, tc, BPF): run it with sudo")
+
+
+def load(path: str, args: argparse.Namespace) -> Experiment:
+    """The experiment file with the command line's overrides (--cc, --dataplane) applied and
+    validated like the file itself."""
+    from mn_harness.cc.spec import CCSpec
+
+    experiment = load_experiment(path)
+    if getattr(args, "cc", None):
+        experiment = experiment.with_cc(CCSpec.from_dict(args.cc, "--cc"))
+    if getattr(args, "dataplane", None):
+        experiment = experiment.with_run(dataplane=args.dataplane)
+    return experiment
+
+
+def print_report(results_dir: Path, plots: bool) -> None:
+    from mn_harness.report.markdown import format_table, report_run
+
+    report, metrics = report_run(results_dir, plots=plots)
+    print(format_table(metrics))
+    print(f"report: {report}")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    experiment = load(args.experiment, args)
+    from mn_harness.network.plan import NetworkPlan
+
+    plan = NetworkPlan(experiment)
+    print(f"{args.experiment}: ok — {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
+          f"{len(experiment.links)} links, {len(experiment.jobs)} jobs")
+    for label, jobs in plan.link_jobs().items():
+        if len(jobs) > 1:
+            print(f"  shared link {label}: {', '.join(jobs)}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    experiment = load(args.experiment, args)
+    need_root("run")
+    from mn_harness.runner import run_experiment
+
+    results: list[Path] = []
+    try:
+        run_experiment(experiment, out_root=args.out, after_run=results.append)
+    except KeyboardInterrupt:
+        where = f"; partial results in {results[0]}" if results else ""
+        print(f"mn-harness run: interrupted, network torn down{where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"results: {results[0]}")
+    print_report(results[0], plots=not args.no_plots)
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    need_root("clean")
+    from mn_harness.state import clean
+
+    removed = clean(include_live=args.force)
+    print(f"mn-harness clean: removed {removed} leftover(s)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    results_dir = Path(args.results_dir)
+    if not (results_dir / "summary.json").is_file():
+        raise ConfigError(str(results_dir), "no summary.json (not a results folder)")
+    print_report(results_dir, plots=not args.no_plots)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    def command(name: str, help_text: str):
+        return sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES[name])
+
+    p = command("validate", "check an experiment file and list the links jobs share")
+    p.add_argument("experiment", help="experiment file (YAML)")
+    p.add_argument("--cc", help="check with every job's congestion control set to this")
+    p.add_argument("--dataplane", choices=DATAPLANES, help="check with run.dataplane set to this")
+    p.set_defaults(func=cmd_validate)
+
+    p = command("run", "run an experiment (root); results go to results/<experiment>-<timestamp>/")
+    p.add_argument("experiment", help="experiment file (YAML)")
+    p.add_argument("--cc", help="override every job's congestion control, e.g. reno or mltcp-reno")
+    p.add_argument("--out", help="put the results folder under this directory (default: run.output_dir)")
+    p.add_argument("--dataplane", choices=DATAPLANES, help="override run.dataplane")
+    p.add_argument("--no-plots", action="store_true", help="skip plots and report.md")
+    p.set_defaults(func=cmd_run)
+
+    p = command("clean", "remove what crashed runs left behind (root); never touches anything else")
+    p.add_argument("--force", action="store_true", help="also runs whose harness still seems alive")
+    p.set_defaults(func=cmd_clean)
+
+    p = command("report", "recompute metrics, plots and report.md of a results folder")
+    p.add_argument("results_dir", help="a results folder written by run")
+    p.add_argument("--no-plots", action="store_true", help="tables and report.md only")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,107 @@
+"""`mn-harness compare`: an experiment per congestion control × `--set` value × repetition
+(mn_harness.sweep), aggregated into one table with 95% confidence intervals
+(mn_harness.report.compare)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mn_harness.cli.commands import need_root
+from mn_harness.config.loader import default_name, read_experiment_file
+from mn_harness.errors import EXIT_INTERRUPTED, ConfigError
+
+EXAMPLE = ("examples: sudo mn-harness compare topologies/dumbbell-2jobs.yaml --cc reno,mltcp-reno "
+           "--repeat 3;  sudo mn-harness compare --resume results/dumbbell-2jobs-compare-20261201-101500")
+
+
+def parse_ccs(text: str | None) -> list[str | None]:
+    """`--cc reno,cubic` -> ["reno", "cubic"]; each validated as a CC name."""
+    if text is None:
+        return [None]
+    from mn_harness.cc.spec import CCSpec
+
+    names = [c.strip() for c in text.split(",")]
+    if not any(names) or any(not n for n in names):
+        raise ConfigError("--cc", f"expected comma-separated congestion controls, got {text!r}")
+    for name in names:
+        CCSpec.from_dict(name, "--cc")
+    return list(names)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from mn_harness import sweep as sweeps
+
+    if args.resume:
+        if args.experiment or args.cc or args.set:
+            raise ConfigError("--resume", "takes the comparison folder only (its plan has the rest)")
+        sweep = sweeps.load_sweep(args.resume)
+        sweep.experiments()  # still valid with this version?
+        need_root("compare")
+    else:
+        if not args.experiment:
+            raise ConfigError("compare", "give an experiment file or --resume DIR")
+        raw = read_experiment_file(args.experiment)
+        name = raw["experiment"] if isinstance(raw.get("experiment"), str) else default_name(args.experiment)
+        runs = sweeps.build_plan(parse_ccs(args.cc), args.set or [], args.repeat)
+        first = sweeps.Sweep(Path("."), name, raw, runs)
+        experiments = first.experiments()  # one-line error before anything is created
+        need_root("compare")
+        root = Path(args.out or experiments[0].run.output_dir)
+        sweep = sweeps.new_sweep(root, raw, experiments[0].name, runs)
+    print(f"comparison folder: {sweep.folder} ({len(sweep.runs)} runs)")
+    try:
+        sweeps.run_sweep(sweep, _run_one(plots=not args.no_plots))
+    except KeyboardInterrupt:
+        print(f"mn-harness compare: interrupted; finished runs kept, continue with "
+              f"`mn-harness compare --resume {sweep.folder}`", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    from mn_harness.report.compare import aggregate, format_compare_table, write_compare
+
+    md = write_compare(sweep.refs(), sweep.folder, plots=not args.no_plots)
+    print(format_compare_table(aggregate(sweep.refs())))
+    print(f"comparison: {md}")
+    return 0
+
+
+def _run_one(plots: bool):
+    def run_one(experiment, runs_root: Path, record) -> None:
+        from mn_harness.report.markdown import write_report
+        from mn_harness.runner import run_experiment
+
+        results: list[Path] = []
+
+        def after(results_dir: Path) -> None:
+            results.append(results_dir)
+            record(results_dir)
+
+        run_experiment(experiment, out_root=runs_root, after_run=after)
+        write_report(results[0], plots=plots)
+
+    return run_one
+
+
+def _repeat(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be 1..1000, got {value}")
+    return value
+
+
+def add_parser(sub) -> None:
+    text = "run an experiment per CC / --set value / repetition and compare them (root)"
+    p = sub.add_parser("compare", help=text, description=text, epilog=EXAMPLE)
+    p.add_argument("experiment", nargs="?", help="experiment file (not with --resume)")
+    p.add_argument("--cc", help="comma-separated congestion controls, e.g. reno,cubic,mltcp-reno")
+    p.add_argument("--set", action="append", metavar="PATH=V1,V2",
+                   help="sweep a YAML field, e.g. jobs[0].compute=80ms,120ms (repeatable: all combinations)")
+    p.add_argument("--repeat", type=_repeat, default=1,
+                   help="repetitions per variant (>= 2 for confidence intervals; default 1)")
+    p.add_argument("--out", help="put the comparison folder under this directory")
+    p.add_argument("--resume", metavar="DIR", help="continue an interrupted comparison")
+    p.add_argument("--no-plots", action="store_true", help="skip plots")
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,94 @@
+"""The columns of every CSV in a results folder, and the typed rows they hold.
+
+One home for each schema: the runner's writers (results.collect, the queue collectors of the
+data planes, the CC telemetry) and the readers (results.loaders, hence the report) import the
+column tuples from here, so a column cannot be renamed on one side only. Times are seconds since
+the experiment-wide start T0 (the workers' shared CLOCK_MONOTONIC origin). docs/results.md
+describes every column."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ITERATIONS_CSV = "iterations.csv"
+THROUGHPUT_CSV = "throughput.csv"
+QUEUE_CSV = "queue.csv"
+CC_TELEMETRY_CSV = "cc_telemetry.csv"
+SUMMARY_JSON = "summary.json"
+
+# iterations.csv: one row per job, rank and iteration
+ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
+                     "iter_time", "comm_time", "bytes_sent")
+# throughput.csv: bytes acknowledged on one worker's sending socket per bin [t, t + bin_s)
+THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
+# queue.csv: one row per sampled egress port and sample; then one bytes_<job> column per job
+QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks")
+QUEUE_JOB_PREFIX = "bytes_"
+# cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
+CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
+                        "final", "iteration", "kernel_name", "learned_bytes_per_iteration",
+                        "params", "src", "start_s")
+
+
+def queue_columns(job_names: Iterable[str]) -> list[str]:
+    return [*QUEUE_BASE_COLUMNS, *(f"{QUEUE_JOB_PREFIX}{j}" for j in job_names)]
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    """One worker's (job, rank) record of one training iteration; times in s relative to T0."""
+
+    job: str
+    rank: int
+    iteration: int
+    t_start: float
+    t_comm_start: float
+    t_comm_end: float
+    iter_time: float
+    comm_time: float
+    bytes_sent: int
+
+    @classmethod
+    def from_worker(cls, record: Mapping[str, Any]) -> IterationRow:
+        """From a worker's JSON line (which has no iter_time / comm_time: derived here)."""
+        t_start, t_comm_start, t_comm_end = (float(record[k]) for k in
+                                             ("t_start", "t_comm_start", "t_comm_end"))
+        return cls(str(record["job"]), int(record["rank"]), int(record["iteration"]), t_start,
+                   t_comm_start, t_comm_end, round(t_comm_end - t_start, 6),
+                   round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]))
+
+
+@dataclass(frozen=True)
+class ThroughputRow:
+    """Bytes acked on one worker's sending socket in the bin [t, t + bin_s)."""
+
+    job: str
+    rank: int
+    t: float
+    bin_s: float
+    bytes: int
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One queue sample of an egress port; depth in packets."""
+
+    t: float
+    switch: str
+    port: str
+    depth: float
+    marks: float
+    job_bytes: dict[str, float] = field(default_factory=dict)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any] | Any]) -> None:
+    """Rows (mappings or the dataclasses above) under `columns`; extra fields are ignored."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row if isinstance(row, Mapping) else row.__dict__)
