@@ -22,7 +22,8 @@ from mn_harness.dataplane import select_dataplane
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.results import collect
+from mn_harness.results.collect import write_cc_telemetry
+from mn_harness.results.summary import write_run_results, write_summary
 from mn_harness.state import RunState
 
 CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
@@ -104,7 +105,7 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
 
     def write_results() -> None:
         state.remove()
-        _write_results(experiment, plan, results_dir, cc_names, outcome["status"], extra)
+        write_run_results(experiment, plan, results_dir, cc_names, {"status": outcome["status"], **extra})
         if after_run is not None:
             after_run(results_dir)
 
@@ -161,7 +162,7 @@ def _run_with_isolated_baselines(experiment: Experiment, out_root, log, after_ru
         for name, value in baselines.items():
             summary["jobs"][name]["isolated_iter_s"] = value
         summary["isolated_runs"] = str(alone_root)
-        path.write_text(json.dumps(summary, indent=2, default=str))
+        write_summary(results_dir, summary)
         if after_run is not None:
             after_run(results_dir)
 
@@ -181,17 +182,4 @@ def _save_cc_telemetry(ccm: CongestionControlManager, results_dir: Path) -> int:
         rows = ccm.read_telemetry()
     except Exception:  # telemetry is best effort; the teardown must go on
         return 0
-    if rows:
-        columns = sorted({k for r in rows for k in r})
-        collect.write_csv(results_dir / "cc_telemetry.csv", columns, rows)
-    return len(rows)
-
-
-def _write_results(experiment, plan, results_dir: Path, cc_names, status: str, extra: dict) -> None:
-    raw = results_dir / "raw"
-    rows = collect.iteration_rows(raw)
-    collect.write_csv(results_dir / "iterations.csv", collect.ITERATION_COLUMNS, rows)
-    collect.write_csv(results_dir / "throughput.csv", collect.THROUGHPUT_COLUMNS, collect.throughput_rows(raw))
-    summary = collect.summarise(experiment, plan, rows, cc_names)
-    summary.update(status=status, **extra)
-    (results_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return write_cc_telemetry(rows, results_dir)

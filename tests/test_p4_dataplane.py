@@ -14,7 +14,7 @@ from mn_harness.dataplane.bmv2 import (
     Bmv2Dataplane,
     resolve_program,
 )
-from mn_harness.report.loaders import load_queue
+from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns
 

@@ -1,7 +1,8 @@
 """Throughput on a link counts only the ranks whose sending sockets cross it."""
 
-from mn_harness.report.loaders import ThroughputRow, parse_summary
 from mn_harness.report.metrics import job_throughput
+from mn_harness.results.loaders import parse_summary
+from mn_harness.results.schema import ThroughputRow
 
 
 def test_job_throughput_filters_ranks_on_a_link():

@@ -2,20 +2,20 @@
 
 import pytest
 
-from mn_harness.report.loaders import IterationRow, JobInfo, Summary, ThroughputRow
 from mn_harness.report.markdown import convergence_text, format_table
 from mn_harness.report.metrics import (
     compute_metrics,
     convergence_iteration,
-    count_missing_rows,
     jain_index,
-    job_iterations,
     job_throughput,
     overlap_fraction,
-    percentile,
     rivals,
     union_intervals,
 )
+from mn_harness.results.iterations import count_missing_rows, job_iterations
+from mn_harness.results.loaders import JobInfo, Summary
+from mn_harness.results.schema import IterationRow, ThroughputRow
+from mn_harness.results.stats import percentile
 
 
 def row(job, rank, it, t_start, c0, c1, nbytes=1000):

@@ -15,16 +15,11 @@ from mn_harness.config.overrides import (
     parse_set_spec,
     variant_label,
 )
-from mn_harness.report.compare import (
-    aggregate,
-    flatten_metrics,
-    mean_ci95,
-    t_critical_95,
-    write_compare,
-)
-from mn_harness.report.loaders import load_iterations, load_run
+from mn_harness.report.compare import aggregate, flatten_metrics, write_compare
 from mn_harness.report.markdown import write_report
 from mn_harness.report.metrics import compute_metrics
+from mn_harness.results.loaders import load_iterations, load_run
+from mn_harness.results.stats import mean_ci95, t_critical_95
 
 ITER_HEADER = "job,rank,iteration,t_start,t_comm_start,t_comm_end,iter_time,comm_time,bytes_sent"
 

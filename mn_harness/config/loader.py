@@ -5,7 +5,7 @@ one line naming the file, before any YAML is built: not a regular file (a FIFO w
 device could be endless), more than MAX_FILE_BYTES, not UTF-8 (UTF-16, binary), YAML that does
 not parse, a key given twice in one mapping (YAML would silently keep the last one: two `jobs:`
 keys would become one job), nesting deeper than MAX_DEPTH, or more than MAX_ALIASES alias uses
-(an alias bomb)."""
+or more than MAX_NODES values once aliases are expanded (an alias bomb)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from mn_harness.errors import ConfigError
 MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 64
 MAX_ALIASES = 1000
+MAX_NODES = 200_000  # values in the document with every alias expanded
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -46,6 +47,12 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_NODES:
+            raise yaml.YAMLError(f"more than {MAX_NODES} values once aliases are expanded")
+        return node
+
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
@@ -61,6 +68,20 @@ class _StrictLoader(yaml.SafeLoader):
                     key_node.start_mark)
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node, memo: dict[int, int]) -> int:
+    """Values in `node` with aliases expanded (an alias is the very node it names: memoised)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[id(node)] = size
+    return size
 
 
 def parse_yaml(text: str, where: str) -> Any:

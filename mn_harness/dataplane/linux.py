@@ -13,8 +13,32 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.network.commands import run_in
-from mn_harness.network.plan import NetworkPlan
-from mn_harness.network.shaping import queue_stats, shape_egress
+from mn_harness.network.plan import Interface, NetworkPlan
+from mn_harness.network.shaping import egress_commands, queue_stats, shape_egress
+
+
+def address_commands(intf: Interface) -> list[list[str]]:
+    """A router port: its /24 address (the plan's), up."""
+    return [["ip", "addr", "flush", "dev", intf.name],
+            ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}", "dev", intf.name],
+            ["ip", "link", "set", intf.name, "up"]]
+
+
+def route_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
+    """A /32 per host that is not on a directly connected /24, via the plan's next hop."""
+    return [["ip", "route", "replace", f"{route.dst_ip}/32", "via", route.next_hop_ip,
+             "dev", route.out.name]
+            for route in plan.routes[router] if route.next_hop_ip != route.dst_ip]
+
+
+def router_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
+    """Every command the Linux data plane runs in `router`'s namespace, in order (after the
+    node's own sysctls): addresses, egress shaping, routes."""
+    out: list[list[str]] = []
+    for intf in plan.interfaces[router]:
+        out += address_commands(intf)
+        out += egress_commands(intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s)
+    return out + route_commands(plan, router)
 
 
 class LinuxRouter(Node):
@@ -42,16 +66,12 @@ class LinuxDataplane(Dataplane):
         for name, node in self.routers.items():
             node.config()
             for intf in plan.interfaces[name]:
-                run_in(node.pid, ["ip", "addr", "flush", "dev", intf.name])
-                run_in(node.pid, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}", "dev", intf.name])
-                run_in(node.pid, ["ip", "link", "set", intf.name, "up"])
+                for argv in address_commands(intf):
+                    run_in(node.pid, argv)
                 shape_egress(node.pid, intf.name, intf.link.bw_bps, intf.link.queue_packets,
                              intf.link.delay_s, where=f"link {intf.link.name}")
-            for route in plan.routes[name]:
-                if route.next_hop_ip == route.dst_ip:
-                    continue  # directly connected /24 already covers it
-                run_in(node.pid, ["ip", "route", "replace", f"{route.dst_ip}/32",
-                                  "via", route.next_hop_ip, "dev", route.out.name])
+            for argv in route_commands(plan, name):
+                run_in(node.pid, argv)
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         stats = {}

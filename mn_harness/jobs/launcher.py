@@ -21,10 +21,10 @@ from pathlib import Path
 from mn_harness.config import Experiment
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
+from mn_harness.jobs.specs import worker_specs, worker_stem
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.worker.spec import WorkerSpec
 
-BASE_PORT = 40000
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
 START_MARGIN_S = 0.3
 
@@ -68,33 +68,16 @@ class JobLauncher:
         self.t0: float | None = None
 
     def specs(self) -> list[tuple[str, WorkerSpec]]:
-        plan = self.network.plan
-        out = []
-        job_ids = self.experiment.job_ids()
-        for job in self.experiment.jobs:
-            job_id = job_ids[job.name]
-            ips = tuple(plan.host_ip[w] for w in job.workers)
-            for rank, host in enumerate(job.workers):
-                stem = self.raw_dir / f"{job.name}-r{rank}"
-                out.append((host, WorkerSpec(
-                    job=job.name, rank=rank, ips=ips, port=BASE_PORT + job_id,
-                    collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
-                    compute_s=job.compute_s, iterations=job.iterations,
-                    start_offset_s=job.start_offset_s, cc=self.cc_names[job.name],
-                    iterations_path=str(stem) + ".iterations.jsonl",
-                    throughput_path=str(stem) + ".throughput.jsonl",
-                    bin_s=self.experiment.run.throughput_bin_s,
-                    **_inc_fields(job, job_id, plan.gateway(host).peer_ip, self.experiment.run.seed),
-                )))
-        return out
+        return worker_specs(self.experiment, self.network.plan, self.raw_dir, self.cc_names)
 
     def start(self) -> None:
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         python = os.environ.get("MN_HARNESS_PYTHON") or sys.executable
         for host, spec in self.specs():
-            spec_path = self.raw_dir / f"{spec.job}-r{spec.rank}.spec.json"
+            stem = worker_stem(self.raw_dir, spec.job, spec.rank)
+            spec_path = stem.with_name(stem.name + ".spec.json")
             spec.save(spec_path)
-            stderr_path = self.raw_dir / f"{spec.job}-r{spec.rank}.stderr"
+            stderr_path = stem.with_name(stem.name + ".stderr")
             node = self.network.nodes[host]
             # the worker is part of the installed package: no PYTHONPATH, no checkout needed
             proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
@@ -194,15 +177,6 @@ class JobLauncher:
                         stream.close()
                     except OSError:
                         pass
-
-
-def _inc_fields(job, job_id: int, gateway_ip: str, seed: int) -> dict:
-    """WorkerSpec fields of an inc_allreduce worker: it sends to its gateway (the aggregation
-    switch); the job id on the switch is Experiment.job_ids()'s, as in the P4 entries."""
-    if job.inc is None:
-        return {}
-    return {"agg_switch_ip": gateway_ip, "agg_job_id": job_id, "inc_slots": job.inc.slots,
-            "inc_scale": job.inc.scale, "inc_seed": seed}
 
 
 def _signal(pid: int, sig: int) -> None:

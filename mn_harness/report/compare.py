@@ -15,23 +15,14 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mn_harness.report.loaders import load_run
 from mn_harness.report.markdown import markdown_table, text_table
 from mn_harness.report.metrics import RunMetrics, compute_metrics
-
-# Two-sided 95% Student t quantiles t_{0.975, df}, df = 1..30.
-T95 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-# Beyond 30: the value at the largest tabulated df not above the real one (conservative).
-T95_LARGE = ((120, 1.980), (60, 2.000), (40, 2.021), (30, 2.042))
+from mn_harness.results.loaders import load_run
+from mn_harness.results.stats import mean_ci95
 
 ALL_SCOPE = "all"
 JOB_METRICS = (
@@ -51,30 +42,6 @@ ALL_METRICS = (
     "overlap_mean",
     "convergence_iteration",
 )
-
-
-def t_critical_95(df: int) -> float:
-    """Two-sided 95% Student t quantile for df ≥ 1."""
-    if df < 1:
-        raise ValueError(f"t quantile needs df >= 1, got {df}")
-    if df <= 30:
-        return T95[df - 1]
-    for threshold, value in T95_LARGE:
-        if df >= threshold:
-            return value
-    raise AssertionError("unreachable")
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, float | None, float | None]:
-    """(mean, sample standard deviation, CI half-width t_{0.975,n-1}·s/√n); None for n = 1."""
-    if not values:
-        raise ValueError("no values")
-    n = len(values)
-    m = sum(values) / n
-    if n == 1:
-        return m, None, None
-    s = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    return m, s, t_critical_95(n - 1) * s / math.sqrt(n)
 
 
 def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
@@ -241,7 +208,7 @@ def _cell(r: CompareRow) -> str:
     return f"{text} (n={r.n}/{r.runs})"
 
 
-def _metric_title(metric: str) -> str:
+def metric_title(metric: str) -> str:
     if metric.endswith("_s"):
         return metric[:-2] + " (ms)"
     if metric == "overlap_mean":
@@ -257,7 +224,7 @@ def _grid(rows: Sequence[CompareRow]) -> tuple[list[str], dict[str, list[list[st
     tables: dict[str, list[list[str]]] = {}
     for scope, metrics in by_scope.items():
         tables[scope] = [
-            [_metric_title(metric), *(_cell(cells[lab]) if lab in cells else "-" for lab in labels)]
+            [metric_title(metric), *(_cell(cells[lab]) if lab in cells else "-" for lab in labels)]
             for metric, cells in metrics.items()
         ]
     return labels, tables
@@ -291,79 +258,6 @@ def render_compare_md(
     return "\n".join(lines) + "\n"
 
 
-def plot_compare_metrics(rows: Sequence[CompareRow], path: Path) -> Path | None:
-    """Bars with 95% CI error bars for the across-jobs metrics, one panel per metric."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    wanted = [m for m in ALL_METRICS if any(r.scope == ALL_SCOPE and r.metric == m for r in rows)]
-    if not wanted:
-        return None
-    labels = list(dict.fromkeys(r.label for r in rows))
-    cmap = plt.get_cmap("viridis")
-    colours = [cmap(i / max(1, len(labels) - 1) * 0.85) for i in range(len(labels))]
-    fig, axes = plt.subplots(1, len(wanted), figsize=(3.2 * len(wanted), 3.6), squeeze=False)
-    for ax, metric in zip(axes[0], wanted, strict=True):
-        cells = {r.label: r for r in rows if r.scope == ALL_SCOPE and r.metric == metric}
-        scale = 1e3 if metric.endswith("_s") else (100.0 if metric == "overlap_mean" else 1.0)
-        means = [(cells[lab].mean or 0.0) * scale if lab in cells else 0.0 for lab in labels]
-        errs = [(cells[lab].ci95_half or 0.0) * scale if lab in cells else 0.0 for lab in labels]
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=4, color=colours)
-        for x, lab in enumerate(labels):
-            if lab not in cells or cells[lab].mean is None:
-                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize="small")
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize="small")
-        ax.set_title(_metric_title(metric), fontsize="small")
-        ax.grid(axis="y", alpha=0.3)
-    fig.suptitle("mean ± 95% CI over repetitions (all jobs)", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def plot_compare_throughput(refs: Sequence[RunRef], path: Path) -> Path | None:
-    """One throughput timeline per label (its lowest repetition), stacked for side-by-side."""
-    from mn_harness.report.plots import (
-        bottleneck_bps,
-        draw_throughput,
-        job_colors,
-        plt,
-        throughput_series,
-    )
-
-    first: dict[str, RunRef] = {}
-    for ref in sorted(refs, key=lambda r: r.repetition):
-        first.setdefault(ref.label, ref)
-    panels = []
-    for label, ref in first.items():
-        try:
-            run = load_run(ref.results_dir)
-        except (OSError, ValueError):
-            continue
-        series = throughput_series(run)
-        if series:
-            panels.append((label, ref, run, series))
-    if not panels:
-        return None
-    order: list[str] = []
-    for _, _, run, _ in panels:
-        order += [j for j in run.job_order() if j not in order]
-    colors = job_colors(order)
-    fig, axes = plt.subplots(len(panels), 1, sharex=True, figsize=(11, 2.6 * len(panels)), squeeze=False)
-    for ax, (label, ref, run, series) in zip(axes[:, 0], panels, strict=True):
-        draw_throughput(ax, series, colors, bottleneck_bps(run))
-        ax.set_title(f"{label} (repetition {ref.repetition})", fontsize="small")
-        ax.legend(loc="upper right", fontsize="x-small")
-    axes[-1, 0].set_xlabel("time since experiment start (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def write_compare(
     runs: Sequence[tuple[str, int, Path | str] | RunRef],
     out_dir: Path | str,
@@ -377,6 +271,8 @@ def write_compare(
     write_compare_csv(rows, out / "compare.csv")
     written: list[Path] = []
     if plots and rows:
+        from mn_harness.report.plots import plot_compare_metrics, plot_compare_throughput
+
         for p in (
             plot_compare_metrics(rows, out / "compare_metrics.png"),
             plot_compare_throughput([ref for ref, _ in results], out / "compare_throughput.png"),

@@ -14,13 +14,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from mn_harness.report.loaders import RunData, load_run
 from mn_harness.report.metrics import (
     DEFAULT_CONVERGENCE_THRESHOLD,
     JobMetrics,
     RunMetrics,
     compute_metrics,
 )
+from mn_harness.results.loaders import RunData, load_run
 
 PLOTS_DIR = "plots"
 PLOT_CAPTIONS = {

@@ -5,19 +5,8 @@ and what that does to mean and tail iteration time. These are pure functions ove
 dataclasses (no I/O) so every definition can be unit-tested on hand-built timelines. The
 definitions (also in the README, "Results, metrics and plots"):
 
-* **Job iteration** i of job J: a synchronous ring all-reduce job advances at its slowest
-  worker, so ``iter_time = max over ranks r of (t_comm_end_r - t_start_r)`` (the same definition
-  as the runner's summary, mn_harness/results/collect.py, so the two never disagree); its
-  communication interval is ``[min_r t_comm_start, max_r t_comm_end]`` and its span (used as a
-  fairness window) ``[min_r t_start, max_r t_comm_end]``. An iteration is
-  *complete* when every expected rank has a row; only complete iterations enter the job's
-  statistics (a partial one would understate the time), but partial ones still count as the job
-  communicating when other jobs' overlap is measured (best available evidence).
-* **Percentiles** use linear interpolation between closest ranks (Hyndman & Fan type 7, numpy's
-  default): sorted x_0..x_{n-1}, h = (n-1)p/100, value = x_floor(h) + (h-floor(h))(x_ceil(h) -
-  x_floor(h)). With one value every percentile is that value.
-* **Slowdown** = mean (or p99) iteration time / baseline, the baseline being the measured
-  isolated iteration time when the run has one (`isolated_iter_s`), else `ideal_iter_s`.
+* **Job iteration**, complete iterations, missing rows, the statistics and the slowdown are
+  results.iterations' (one implementation, shared with the runner's summary.json).
 * **Rivals** of J: every other job listed with J on some link in `link_jobs`.
 * **Overlap** of J's iteration i = |I ∩ U| / |I| where I is the iteration's communication
   interval and U the union of all rivals' communication intervals (all their iterations).
@@ -45,10 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mn_harness.report.loaders import IterationRow, Summary, ThroughputRow
-from mn_harness.results.stats import mean, percentile  # noqa: F401 - re-exported
-
-Interval = tuple[float, float]
+from mn_harness.results.iterations import Interval, JobIteration, job_iterations, job_stats, ratio
+from mn_harness.results.loaders import Summary
+from mn_harness.results.schema import IterationRow, ThroughputRow
+from mn_harness.results.stats import mean, percentile
 
 DEFAULT_CONVERGENCE_THRESHOLD = 0.10
 
@@ -103,69 +92,7 @@ def overlap_fraction(interval: Interval, others: Iterable[Interval]) -> float | 
     return covered_length(interval, union_intervals(others)) / (e - s)
 
 
-# --------------------------------------------------------------------------- job iterations
-
-
-@dataclass(frozen=True)
-class JobIteration:
-    """One iteration of a whole job, aggregated over the ranks that reported it."""
-
-    job: str
-    iteration: int
-    t_start: float
-    t_comm_start: float
-    t_comm_end: float
-    ranks: int
-    complete: bool
-    iter_time: float
-
-    @property
-    def comm_time(self) -> float:
-        return self.t_comm_end - self.t_comm_start
-
-    @property
-    def comm_interval(self) -> Interval:
-        return (self.t_comm_start, self.t_comm_end)
-
-
-def job_iterations(
-    rows: Iterable[IterationRow], expected_ranks: Mapping[str, int] | None = None
-) -> dict[str, list[JobIteration]]:
-    """Aggregate rank rows into job iterations, sorted by iteration.
-
-    `expected_ranks[job]` is the job's worker count; for a job not in it, the number of
-    distinct ranks seen in any of its rows. Duplicate (rank, iteration) rows count once."""
-    by_job: dict[str, dict[int, dict[int, IterationRow]]] = defaultdict(lambda: defaultdict(dict))
-    for row in rows:
-        by_job[row.job][row.iteration].setdefault(row.rank, row)
-    out: dict[str, list[JobIteration]] = {}
-    for job, iters in by_job.items():
-        seen_ranks = {rank for ranks in iters.values() for rank in ranks}
-        need = (expected_ranks or {}).get(job) or len(seen_ranks)
-        out[job] = [
-            JobIteration(
-                job=job,
-                iteration=it,
-                t_start=min(r.t_start for r in ranks.values()),
-                t_comm_start=min(r.t_comm_start for r in ranks.values()),
-                t_comm_end=max(r.t_comm_end for r in ranks.values()),
-                ranks=len(ranks),
-                complete=len(ranks) >= need,
-                iter_time=max(r.t_comm_end - r.t_start for r in ranks.values()),
-            )
-            for it, ranks in sorted(iters.items())
-        ]
-    return out
-
-
-def count_missing_rows(rows: Iterable[IterationRow], job: str, n_ranks: int, n_iterations: int) -> int:
-    """(rank, iteration) pairs of `job` in range(n_ranks) × range(n_iterations) with no row."""
-    present = {
-        (r.rank, r.iteration)
-        for r in rows
-        if r.job == job and 0 <= r.rank < n_ranks and 0 <= r.iteration < n_iterations
-    }
-    return n_ranks * n_iterations - len(present)
+# --------------------------------------------------------------------------- job spans
 
 
 def active_span(iters: Sequence[JobIteration]) -> Interval | None:
@@ -367,7 +294,6 @@ def compute_metrics(
     for job in order:
         info = summary.jobs.get(job)
         all_iters = iters.get(job, [])
-        complete = [i for i in all_iters if i.complete]
         n_ranks = len(info.workers) if info and info.workers else None
         if n_ranks is None:
             n_ranks = len({r.rank for r in iterations if r.job == job})
@@ -375,14 +301,10 @@ def compute_metrics(
         n_iter = info.iterations_planned if info and info.iterations_planned else None
         if n_iter is None:
             n_iter = max(seen_iter, (info.iterations or 0) if info else 0)
-        missing = count_missing_rows(iterations, job, n_ranks, n_iter)
-        missing_total += missing
-        if missing:
-            notes.append(f"{job}: {missing} missing row(s) of {n_ranks * n_iter} expected")
-        times = [i.iter_time for i in complete]
-        mean_t = mean(times) if times else None
-        p50 = percentile(times, 50) if times else None
-        p99 = percentile(times, 99) if times else None
+        stats = job_stats(all_iters, iterations, job, n_ranks, n_iter)
+        missing_total += stats.missing_rows
+        if stats.missing_rows:
+            notes.append(f"{job}: {stats.missing_rows} missing row(s) of {n_ranks * n_iter} expected")
         baseline = info.baseline_iter_s if info else None
         baseline_kind = None
         if baseline:
@@ -395,16 +317,16 @@ def compute_metrics(
         jobs_out[job] = JobMetrics(
             job=job,
             cc=summary.cc.get(job),
-            n_iterations=len(complete),
-            incomplete_iterations=len(all_iters) - len(complete),
-            missing_rows=missing,
-            mean_iter_s=mean_t,
-            p50_iter_s=p50,
-            p99_iter_s=p99,
+            n_iterations=stats.n_iterations,
+            incomplete_iterations=stats.incomplete_iterations,
+            missing_rows=stats.missing_rows,
+            mean_iter_s=stats.mean_iter_s,
+            p50_iter_s=stats.p50_iter_s,
+            p99_iter_s=stats.p99_iter_s,
             baseline_iter_s=baseline,
             baseline=baseline_kind,
-            slowdown_mean=mean_t / baseline if baseline and mean_t is not None else None,
-            slowdown_p99=p99 / baseline if baseline and p99 is not None else None,
+            slowdown_mean=ratio(stats.mean_iter_s, baseline),
+            slowdown_p99=ratio(stats.p99_iter_s, baseline),
             rivals=job_rivals,
             contended_iterations=len(contended),
             overlap_mean=mean(contended_vals) if contended_vals else None,
@@ -417,7 +339,7 @@ def compute_metrics(
                     "overlap": by_it[i.iteration].overlap if i.iteration in by_it else None,
                     "contended": by_it[i.iteration].contended if i.iteration in by_it else False,
                 }
-                for i in complete
+                for i in stats.complete
             ],
         )
 

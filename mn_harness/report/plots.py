@@ -22,14 +22,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from mn_harness.report.loaders import QueueRow, RunData  # noqa: E402
-from mn_harness.report.metrics import (  # noqa: E402
-    JobIteration,
-    RunMetrics,
-    bin_index,
-    job_iterations,
-    job_throughput,
-)
+from mn_harness.report.compare import ALL_METRICS, ALL_SCOPE, CompareRow, RunRef, metric_title  # noqa: E402
+from mn_harness.report.metrics import RunMetrics, bin_index, job_throughput  # noqa: E402
+from mn_harness.results.iterations import JobIteration, job_iterations  # noqa: E402
+from mn_harness.results.loaders import RunData, load_run  # noqa: E402
+from mn_harness.results.schema import QueueRow  # noqa: E402
 
 PALETTE = [
     "#1f77b4",
@@ -246,3 +243,60 @@ def write_plots(run: RunData, metrics: RunMetrics, out_dir: Path) -> dict[str, P
         "queue": plot_queue(run.queue or [], out_dir / PLOT_FILES["queue"], run.summary.experiment),
     }
     return {name: p for name, p in made.items() if p is not None}
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def plot_compare_metrics(rows: Sequence[CompareRow], path: Path) -> Path | None:
+    """Bars with 95% CI error bars for the across-jobs metrics, one panel per metric."""
+    wanted = [m for m in ALL_METRICS if any(r.scope == ALL_SCOPE and r.metric == m for r in rows)]
+    if not wanted:
+        return None
+    labels = list(dict.fromkeys(r.label for r in rows))
+    cmap = plt.get_cmap("viridis")
+    colours = [cmap(i / max(1, len(labels) - 1) * 0.85) for i in range(len(labels))]
+    fig, axes = plt.subplots(1, len(wanted), figsize=(3.2 * len(wanted), 3.6), squeeze=False)
+    for ax, metric in zip(axes[0], wanted, strict=True):
+        cells = {r.label: r for r in rows if r.scope == ALL_SCOPE and r.metric == metric}
+        scale = 1e3 if metric.endswith("_s") else (100.0 if metric == "overlap_mean" else 1.0)
+        means = [(cells[lab].mean or 0.0) * scale if lab in cells else 0.0 for lab in labels]
+        errs = [(cells[lab].ci95_half or 0.0) * scale if lab in cells else 0.0 for lab in labels]
+        ax.bar(range(len(labels)), means, yerr=errs, capsize=4, color=colours)
+        for x, lab in enumerate(labels):
+            if lab not in cells or cells[lab].mean is None:
+                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize="small")
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize="small")
+        ax.set_title(metric_title(metric), fontsize="small")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("mean ± 95% CI over repetitions (all jobs)", fontsize="medium")
+    return _save(fig, path)
+
+
+def plot_compare_throughput(refs: Sequence[RunRef], path: Path) -> Path | None:
+    """One throughput timeline per label (its lowest repetition), stacked for side-by-side."""
+    first: dict[str, RunRef] = {}
+    for ref in sorted(refs, key=lambda r: r.repetition):
+        first.setdefault(ref.label, ref)
+    panels = []
+    for label, ref in first.items():
+        try:
+            run = load_run(ref.results_dir)
+        except (OSError, ValueError):
+            continue
+        series = throughput_series(run)
+        if series:
+            panels.append((label, ref, run, series))
+    if not panels:
+        return None
+    order: list[str] = []
+    for _, _, run, _ in panels:
+        order += [j for j in run.job_order() if j not in order]
+    colors = job_colors(order)
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, figsize=(11, 2.6 * len(panels)), squeeze=False)
+    for ax, (label, ref, run, series) in zip(axes[:, 0], panels, strict=True):
+        draw_throughput(ax, series, colors, bottleneck_bps(run))
+        ax.set_title(f"{label} (repetition {ref.repetition})", fontsize="small")
+        ax.legend(loc="upper right", fontsize="x-small")
+    axes[-1, 0].set_xlabel("time since experiment start (s)")
+    return _save(fig, path)

@@ -36,3 +36,36 @@ def describe(values: Sequence[float]) -> dict[str, float]:
         return {"n": 0, "mean": math.nan, "p50": math.nan, "p99": math.nan, "max": math.nan}
     return {"n": len(values), "mean": mean(values), "p50": percentile(values, 50),
             "p99": percentile(values, 99), "max": max(values)}
+
+
+# Two-sided 95% Student t quantiles t_{0.975, df}, df = 1..30.
+T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+# Beyond 30: the value at the largest tabulated df not above the real one (conservative).
+T95_LARGE = ((120, 1.980), (60, 2.000), (40, 2.021), (30, 2.042))
+
+def t_critical_95(df: int) -> float:
+    """Two-sided 95% Student t quantile for df ≥ 1."""
+    if df < 1:
+        raise ValueError(f"t quantile needs df >= 1, got {df}")
+    if df <= 30:
+        return T95[df - 1]
+    for threshold, value in T95_LARGE:
+        if df >= threshold:
+            return value
+    raise AssertionError("unreachable")
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """(mean, sample standard deviation, CI half-width t_{0.975,n-1}·s/√n); None for n = 1."""
+    if not values:
+        raise ValueError("no values")
+    n = len(values)
+    m = sum(values) / n
+    if n == 1:
+        return m, None, None
+    s = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return m, s, t_critical_95(n - 1) * s / math.sqrt(n)

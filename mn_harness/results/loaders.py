@@ -6,8 +6,8 @@ bad row: it skips it and counts it (`RunData.malformed_rows`), and a missing opt
 (`throughput.csv`, `queue.csv`) is an empty list / None rather than an error. Only a results
 folder without `iterations.csv` or `summary.json` is refused, since nothing can be said then.
 
-Everything downstream (metrics, plots, markdown) works on these dataclasses, never on raw CSV,
-so the column contract lives in one place.
+Everything downstream (metrics, plots, markdown) works on these dataclasses, never on raw CSV;
+the columns are results.schema's, shared with the writers.
 """
 
 from __future__ import annotations
@@ -18,57 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ITERATION_COLUMNS = (
-    "job",
-    "rank",
-    "iteration",
-    "t_start",
-    "t_comm_start",
-    "t_comm_end",
-    "iter_time",
-    "comm_time",
-    "bytes_sent",
+from mn_harness.results.schema import (
+    ITERATIONS_CSV,
+    QUEUE_CSV,
+    QUEUE_JOB_PREFIX,
+    SUMMARY_JSON,
+    THROUGHPUT_CSV,
+    IterationRow,
+    QueueRow,
+    ThroughputRow,
 )
-THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
-QUEUE_COLUMNS = ("t", "switch", "port", "depth", "marks")
-
-
-@dataclass(frozen=True)
-class IterationRow:
-    """One worker's (job, rank) record of one training iteration; times in s relative to T0."""
-
-    job: str
-    rank: int
-    iteration: int
-    t_start: float
-    t_comm_start: float
-    t_comm_end: float
-    iter_time: float
-    comm_time: float
-    bytes_sent: int
-
-
-@dataclass(frozen=True)
-class ThroughputRow:
-    """Bytes acked on one worker's sending socket in the bin [t, t + bin_s)."""
-
-    job: str
-    rank: int
-    t: float
-    bin_s: float
-    bytes: int
-
-
-@dataclass(frozen=True)
-class QueueRow:
-    """One queue sample of a BMv2 egress port; depth in packets."""
-
-    t: float
-    switch: str
-    port: str
-    depth: float
-    marks: float
-    job_bytes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,7 +163,7 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
 
 
 def load_summary(results_dir: Path | str) -> Summary:
-    path = Path(results_dir) / "summary.json"
+    path = Path(results_dir) / SUMMARY_JSON
     return parse_summary(json.loads(path.read_text()))
 
 
@@ -270,7 +229,8 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
     out: list[QueueRow] = []
     for r in raw:
         try:
-            job_bytes = {k[len("bytes_") :]: float(v) for k, v in r.items() if k.startswith("bytes_") and v}
+            job_bytes = {k[len(QUEUE_JOB_PREFIX):]: float(v) for k, v in r.items()
+                         if k.startswith(QUEUE_JOB_PREFIX) and v}
             out.append(
                 QueueRow(
                     t=float(r["t"]),
@@ -290,16 +250,16 @@ def load_run(results_dir: Path | str) -> RunData:
     """Read a results folder; raises FileNotFoundError only without iterations.csv/summary.json."""
     root = Path(results_dir)
     summary = load_summary(root)
-    iterations, bad_iter = load_iterations(root / "iterations.csv")
-    malformed = {"iterations.csv": bad_iter}
+    iterations, bad_iter = load_iterations(root / ITERATIONS_CSV)
+    malformed = {ITERATIONS_CSV: bad_iter}
     throughput: list[ThroughputRow] = []
-    if (root / "throughput.csv").exists():
-        throughput, bad = load_throughput(root / "throughput.csv")
-        malformed["throughput.csv"] = bad
+    if (root / THROUGHPUT_CSV).exists():
+        throughput, bad = load_throughput(root / THROUGHPUT_CSV)
+        malformed[THROUGHPUT_CSV] = bad
     queue: list[QueueRow] | None = None
-    if (root / "queue.csv").exists():
-        queue, bad = load_queue(root / "queue.csv")
-        malformed["queue.csv"] = bad
+    if (root / QUEUE_CSV).exists():
+        queue, bad = load_queue(root / QUEUE_CSV)
+        malformed[QUEUE_CSV] = bad
     return RunData(
         results_dir=root,
         summary=summary,

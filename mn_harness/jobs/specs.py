@@ -1,0 +1,53 @@
+"""What each worker is told: the WorkerSpec of every (job, rank), from the experiment and the
+network plan. Pure data, no processes: the launcher saves each spec as JSON next to the worker's
+output and starts `python -m mn_harness.worker SPEC.json` in the worker's host.
+
+Ports: job j's ring uses TCP port BASE_PORT + its job id (Experiment.job_ids(), the numbering the
+P4 entries use too); an inc_allreduce worker's job id on the aggregation switch is the same id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mn_harness.config import Experiment
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.worker.spec import WorkerSpec
+
+BASE_PORT = 40000
+
+
+def worker_stem(raw_dir: Path, job: str, rank: int) -> Path:
+    """raw/<job>-r<rank>: the prefix of one worker's files (.spec.json, .iterations.jsonl ...)."""
+    return raw_dir / f"{job}-r{rank}"
+
+
+def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
+                 cc_names: dict[str, str]) -> list[tuple[str, WorkerSpec]]:
+    """(host, spec) for every worker of every job, in job then rank order."""
+    out = []
+    job_ids = experiment.job_ids()
+    for job in experiment.jobs:
+        job_id = job_ids[job.name]
+        ips = tuple(plan.host_ip[w] for w in job.workers)
+        for rank, host in enumerate(job.workers):
+            stem = worker_stem(raw_dir, job.name, rank)
+            out.append((host, WorkerSpec(
+                job=job.name, rank=rank, ips=ips, port=BASE_PORT + job_id,
+                collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
+                compute_s=job.compute_s, iterations=job.iterations,
+                start_offset_s=job.start_offset_s, cc=cc_names[job.name],
+                iterations_path=str(stem) + ".iterations.jsonl",
+                throughput_path=str(stem) + ".throughput.jsonl",
+                bin_s=experiment.run.throughput_bin_s,
+                **_inc_fields(job, job_id, plan.gateway(host).peer_ip, experiment.run.seed),
+            )))
+    return out
+
+
+def _inc_fields(job, job_id: int, gateway_ip: str, seed: int) -> dict:
+    """WorkerSpec fields of an inc_allreduce worker: it sends to its gateway (the aggregation
+    switch); the job id on the switch is Experiment.job_ids()'s, as in the P4 entries."""
+    if job.inc is None:
+        return {}
+    return {"agg_switch_ip": gateway_ip, "agg_job_id": job_id, "inc_slots": job.inc.slots,
+            "inc_scale": job.inc.scale, "inc_seed": seed}

@@ -1,0 +1,74 @@
+"""summary.json as the runner writes it: per job the configuration that matters for reading the
+numbers (workers, CC, bytes, compute, bottleneck, ideal time) and the iteration statistics
+(results.iterations: the same definitions the report uses), plus which jobs share which link.
+
+The report later adds a `metrics` key (report.markdown.update_summary); data planes and the
+runner add theirs (`status`, `dataplane`, `queue`, `link_stats` ...)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from mn_harness.config import Experiment
+from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.results.collect import write_run_csvs
+from mn_harness.results.iterations import job_iterations, job_stats
+from mn_harness.results.schema import SUMMARY_JSON, IterationRow
+
+
+def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[IterationRow],
+              cc_names: dict[str, str]) -> dict:
+    iters = job_iterations(rows, {job.name: job.n for job in experiment.jobs})
+    jobs = {}
+    for job in experiment.jobs:
+        stats = job_stats(iters.get(job.name, []), rows, job.name, job.n, job.iterations)
+        ideal, rate = ideal_iteration_s(job, plan)
+        jobs[job.name] = {
+            "workers": list(job.workers),
+            "cc": cc_names.get(job.name, job.cc.name),
+            "iterations": stats.n_iterations,
+            "iterations_planned": job.iterations,
+            "missing_rows": stats.missing_rows,
+            "bytes_per_iteration": job.bytes_per_iteration,
+            "bytes_sent_per_worker": bytes_sent_per_worker(job),
+            "compute_s": job.compute_s,
+            "bottleneck_bps": rate,
+            "ideal_iter_s": ideal,
+            "mean_iter_s": stats.mean_iter_s,
+            "p50_iter_s": stats.p50_iter_s,
+            "p99_iter_s": stats.p99_iter_s,
+            "slowdown_mean": stats.slowdown_mean(ideal),
+            "slowdown_p99": stats.slowdown_p99(ideal),
+        }
+    return {
+        "experiment": experiment.name,
+        "cc": {name: j["cc"] for name, j in jobs.items()},
+        "jobs": jobs,
+        "link_jobs": plan.link_jobs(),
+        "link_ranks": plan.link_ranks(),
+        "link_bps": plan.link_bps(),
+    }
+
+
+def write_summary(results_dir: Path, summary: dict) -> Path:
+    """summary.json, written atomically (a reader never sees half a file)."""
+    path = results_dir / SUMMARY_JSON
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, default=str))
+    os.replace(tmp, path)
+    return path
+
+
+def write_run_results(experiment: Experiment, plan: NetworkPlan, results_dir: Path,
+                      cc_names: dict[str, str], extra: dict) -> dict:
+    """The results folder from the workers' raw files: iterations.csv, throughput.csv and
+    summary.json (with `extra`: status, data-plane and runner fields). Returns the summary."""
+    rows = write_run_csvs(results_dir / "raw", results_dir)
+    summary = summarise(experiment, plan, rows, cc_names)
+    summary.update(extra)
+    write_summary(results_dir, summary)
+    return summary
