@@ -17,6 +17,7 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check mn_harness tests bench
+	$(VENV)/bin/mypy
 
 clean-runs: setup
 	$(VENV)/bin/mn-harness clean

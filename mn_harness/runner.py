@@ -74,10 +74,12 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     (`isolated_iter_s` in summary.json) instead of the computed ideal."""
     if experiment.run.isolated:
         return _run_with_isolated_baselines(experiment, out_root, log, after_run)
+    dataplane = select_dataplane(experiment.run.dataplane, log=log)
+    if dataplane.name != experiment.run.dataplane:  # auto: check what it picked, record it
+        experiment = experiment.with_run(dataplane=dataplane.name)
+    plan = NetworkPlan(experiment)
     results_dir = make_results_dir(experiment, out_root)
     (results_dir / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
-    plan = NetworkPlan(experiment)
-    dataplane = select_dataplane(experiment.run.dataplane, log=log)
     state = RunState(f"{os.getpid()}-{results_dir.name}", results_dir)
     ccm = CongestionControlManager(CC_CACHE, log=log)
     network = EmulatedNetwork(experiment, plan, dataplane)

@@ -81,7 +81,7 @@ def check_toolchain() -> dict[str, str]:
     if not any((d / "bpf" / "bpf_helpers.h").exists() for d in _LIBBPF_HEADER_DIRS):
         raise CCUnavailable("libbpf headers (bpf/bpf_helpers.h) not found: "
                             "apt-get install libbpf-dev")
-    return {"clang": shutil.which("clang"), "bpftool": shutil.which("bpftool")}
+    return {"clang": shutil.which("clang") or "clang", "bpftool": shutil.which("bpftool") or "bpftool"}
 
 
 def _file_hash(path: Path) -> str:

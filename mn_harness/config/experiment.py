@@ -23,8 +23,9 @@ from mn_harness.config.model import (
     check_name,
 )
 from mn_harness.errors import ConfigError
-from mn_harness.p4.limits import AGG_POOL
+from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, MAX_JOBS, MAX_PORTS
 
+MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
 TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
 
 
@@ -69,6 +70,7 @@ class Experiment:
         changed = dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
         if "dataplane" in changes:
             changed._check_inc_jobs()
+            changed.check_dataplane_limits(changed.run.dataplane)
         return changed
 
     @classmethod
@@ -157,8 +159,40 @@ class Experiment:
             description=description,
         )
         experiment._check_connected()
+        experiment._check_interface_names()
         experiment._check_inc_jobs()
+        experiment.check_dataplane_limits(experiment.run.dataplane)
         return experiment
+
+    def _check_interface_names(self) -> None:
+        """`<node>-eth<N>` must fit IFNAMSIZ - 1 = 15 characters for every port of every node."""
+        degree: dict[str, int] = {}
+        for link in self.links:
+            for end in (link.a, link.b):
+                degree[end] = degree.get(end, 0) + 1
+        for i, s in enumerate(self.switches):
+            name = f"{s.name}-eth{degree.get(s.name, 0)}"
+            if len(name) > MAX_INTERFACE_NAME:
+                raise ConfigError(f"switches[{i}]", f"switch {s.name!r} has {degree[s.name]} links: its "
+                                  f"interface {name!r} is longer than {MAX_INTERFACE_NAME} characters "
+                                  "(use a shorter name or fewer links)")
+
+    def check_dataplane_limits(self, dataplane: str) -> None:
+        """The P4 programs' limits (mn_harness.p4.limits), for the bmv2 data plane: ports per
+        switch, jobs told apart. `auto` is checked again once it has picked bmv2."""
+        if dataplane != "bmv2":
+            return
+        ports: dict[str, int] = {}
+        for link in self.links:
+            for end in (link.a, link.b):
+                ports[end] = ports.get(end, 0) + 1
+        for i, s in enumerate(self.switches):
+            if ports.get(s.name, 0) > MAX_PORTS - 1:
+                raise ConfigError(f"switches[{i}]", f"switch {s.name!r} has {ports[s.name]} links; the "
+                                  f"P4 programs have ports 1..{MAX_PORTS - 1} (bmv2 data plane)")
+        if len(self.jobs) > MAX_JOBS - 1:
+            raise ConfigError("jobs", f"{len(self.jobs)} jobs; the P4 programs tell at most "
+                              f"{MAX_JOBS - 1} apart (bmv2 data plane)")
 
     def _check_inc_jobs(self) -> None:
         """inc_allreduce: every worker's only link goes to the same switch, which runs the
@@ -175,6 +209,10 @@ class Experiment:
                     or self.run.dataplane not in ("bmv2", "auto")):
                 raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
                                   "aggregation switch (bmv2 data plane, program: aggregation)")
+            assert job.inc is not None  # set for every inc_allreduce job
+            if job.n > AGG_MAX_WORKERS:
+                raise ConfigError(f"jobs[{i}].workers", f"{job.n} workers; in-network aggregation "
+                                  f"takes at most {AGG_MAX_WORKERS} (the switch's worker bitmap)")
             pool[switch] = pool.get(switch, 0) + 2 * job.inc.slots
             if pool[switch] > AGG_POOL:
                 raise ConfigError(f"jobs[{i}].inc.slots", f"the inc jobs on {switch} need "

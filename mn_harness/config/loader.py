@@ -32,7 +32,7 @@ class _StrictLoader(yaml.SafeLoader):
         self._depth = 0
         self._aliases = 0
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:

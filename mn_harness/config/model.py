@@ -14,7 +14,8 @@ from typing import Any
 
 from mn_harness.cc.spec import CCSpec
 from mn_harness.errors import ConfigError
-from mn_harness.p4.limits import INC_MAX_SLOTS
+from mn_harness.p4 import find_program, shipped_programs
+from mn_harness.p4.limits import INC_MAX_SLOTS, NO_MARKING, QDEPTH_BITS
 from mn_harness.units import (
     parse_bandwidth,
     parse_count,
@@ -29,7 +30,7 @@ COLLECTIVES = ("ring_allreduce", "inc_allreduce")
 DATAPLANES = ("auto", "linux", "bmv2")
 
 
-def check_keys(raw: Mapping, path: str, allowed: set[str], required: set[str] = frozenset()):
+def check_keys(raw: Any, path: str, allowed: set[str], required: frozenset[str] | set[str] = frozenset()) -> None:
     if not isinstance(raw, Mapping):
         raise ConfigError(path, f"expected a mapping, got {type(raw).__name__}")
     for key in raw:
@@ -79,9 +80,16 @@ class SwitchConfig:
         threshold = raw.get("ecn_threshold")
         if threshold is not None:
             threshold = _positive_int(threshold, f"{path}.ecn_threshold")
+            if threshold >= NO_MARKING:
+                raise ConfigError(f"{path}.ecn_threshold", f"at most {NO_MARKING - 1} packets "
+                                  f"(the P4 queue depth is {QDEPTH_BITS} bits), got {threshold}")
         program = raw.get("program")
-        if program is not None and not isinstance(program, str):
-            raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
+        if program is not None:
+            if not isinstance(program, str) or not program:
+                raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
+            if find_program(program) is None:
+                raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
+                                  f"{', '.join(shipped_programs())}; or a path to a .p4 file)")
         return cls(check_name(raw["name"], f"{path}.name"), program, threshold)
 
 

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 from pathlib import Path
 
 from mn_harness.config import Experiment
@@ -37,6 +38,16 @@ class WorkerProcess:
     spec: WorkerSpec
     proc: subprocess.Popen
     stderr_path: Path
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc.stdout is not None  # started with stdout=PIPE
+        return self.proc.stdout
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.proc.stdin is not None  # started with stdin=PIPE
+        return self.proc.stdin
 
     def stderr_tail(self, lines: int = 3) -> str:
         try:
@@ -88,7 +99,7 @@ class JobLauncher:
 
     def release(self, timeout_s: float = 30.0) -> float:
         """Wait until every worker is READY, then send all of them the same start time."""
-        pending = {w.proc.stdout.fileno(): w for w in self.workers}
+        pending = {w.stdout.fileno(): w for w in self.workers}
         deadline = time.monotonic() + timeout_s
         while pending:
             left = deadline - time.monotonic()
@@ -99,7 +110,7 @@ class JobLauncher:
             ready, _, _ = select.select(list(pending), [], [], min(left, 0.5))
             for fd in ready:
                 w = pending[fd]
-                line = w.proc.stdout.readline().decode().strip()
+                line = w.stdout.readline().decode().strip()
                 if line == "READY":
                     del pending[fd]
                 elif not line and w.proc.poll() is not None:
@@ -107,8 +118,8 @@ class JobLauncher:
                                    f"{w.proc.returncode} before the start: {w.stderr_tail()}")
         self.t0 = time.monotonic() + START_MARGIN_S
         for w in self.workers:
-            w.proc.stdin.write(f"GO {self.t0!r}\n".encode())
-            w.proc.stdin.flush()
+            w.stdin.write(f"GO {self.t0!r}\n".encode())
+            w.stdin.flush()
         return self.t0
 
     def progress(self) -> dict[str, int]:

@@ -136,9 +136,9 @@ def iteration_overlaps(
     for it in iters.get(job, ()):
         if not it.complete:
             continue
-        s, e = it.comm_interval
-        contended = any(max(s, a) < min(e, b) for a, b in spans)
-        frac = None if e <= s else covered_length((s, e), union) / (e - s)
+        c0, c1 = it.comm_interval
+        contended = any(max(c0, a) < min(c1, b) for a, b in spans)
+        frac = None if c1 <= c0 else covered_length((c0, c1), union) / (c1 - c0)
         out.append(IterationOverlap(it.iteration, frac, contended))
     return out
 

@@ -99,9 +99,9 @@ class RunData:
     def job_order(self) -> list[str]:
         """Jobs in summary order, then any job seen only in the CSVs (first appearance)."""
         order = list(self.summary.jobs)
-        for row in [*self.iterations, *self.throughput]:
-            if row.job not in order:
-                order.append(row.job)
+        for job in [r.job for r in self.iterations] + [r.job for r in self.throughput]:
+            if job not in order:
+                order.append(job)
         return order
 
 
