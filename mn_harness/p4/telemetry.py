@@ -1,5 +1,5 @@
-"""Read the telemetry counters of mn_harness/p4/programs/ecn_telemetry.p4 over P4Runtime and turn two reads into
-one sample per egress port.
+"""Read the telemetry counters of mn_harness/p4/programs/ecn_telemetry.p4 over P4Runtime and
+turn two reads into one sample per egress port.
 
 Why counters read over P4Runtime (see also the header of ecn_telemetry.p4): BMv2's P4Runtime
 server cannot read registers; counters cost the data path one increment each and never make it
@@ -25,8 +25,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .entries import QBUCKETS, job_port_index, port_index, qdepth_index
+from .entries import job_port_index, port_index, qdepth_index
+from .limits import QBUCKETS
+
+if TYPE_CHECKING:  # the runtime loads grpc; the delta math here needs none
+    from .runtime import CounterReadPlan
 
 COUNTERS = ("port_enq", "port_tx", "port_marks", "qdepth_hist", "job_tx", "job_marks")
 
@@ -117,7 +122,7 @@ class TelemetryReader:
         self.jobs = sorted(set(jobs))
         self.bucket_shift = dict(bucket_shift or {})
         self._last: Snapshot | None = None
-        self._plan = None
+        self._plan: CounterReadPlan | None = None
 
     def wanted(self) -> dict[str, list[int]]:
         pis = sorted({port_index(p) for p in self.ports})

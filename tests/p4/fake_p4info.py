@@ -1,8 +1,8 @@
-"""Not a test module: shared data for the tests/test_p4_*.py unit tests.
+"""Not a test module: shared data for the BMv2-free unit tests in tests/p4/.
 
-A hand-written P4Info shaped like mn_harness/p4/programs/ecn_telemetry.p4's (same names, ids made up), so the
-BMv2-free unit tests need no p4c. tests/p4/test_ecn_telemetry.py checks the real P4Info has the
-names the harness uses."""
+A hand-written P4Info shaped like mn_harness/p4/programs/ecn_telemetry.p4's (same names, ids made
+up), so those tests need no p4c. tests/p4/test_ecn_telemetry_bmv2.py checks the real P4Info has
+the names the harness uses."""
 
 P4INFO_TEXT = """
 pkg_info { arch: "v1model" }

@@ -1,15 +1,15 @@
-"""P4Info lookups, value encoding, entity builders and gRPC error decoding; the client is
-exercised against a fake in-process P4Runtime server (unit testing only: the real switch is
-tested in tests/p4/)."""
+"""mn_harness.p4.runtime: P4Info lookups, value encoding, entity builders and gRPC error
+decoding; the client (and mn_harness.testing's controller) against a fake in-process P4Runtime
+server. The real switch is tested in the *_bmv2.py tests."""
 
 from concurrent import futures
 
 import grpc
 import pytest
+from fake_p4info import P4INFO_TEXT
 from google.protobuf import any_pb2
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from test_p4_fixtures import P4INFO_TEXT
 
 from mn_harness.p4.errors import (
     EncodingError,
@@ -19,15 +19,18 @@ from mn_harness.p4.errors import (
 )
 from mn_harness.p4.runtime import (
     P4Info,
-    P4RuntimeController,
     SwitchConnection,
+    action_message,
+    counter_entry,
     decode_counter_read_response,
     describe_rpc_error,
     encode_value,
     format_mac,
     multicast_group_entry,
     parse_value,
+    table_entry,
 )
+from mn_harness.testing import P4RuntimeController
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +104,7 @@ counters { preamble { id: 31 name: "B.hits" alias: "B.hits" } spec { unit: PACKE
 # -- builders ------------------------------------------------------------------------------
 
 def test_lpm_entry_masks_host_bits(info):
-    e = info.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.77/24"}, "forward",
+    e = table_entry(info, "ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.77/24"}, "forward",
                          {"port": 2, "src_mac": "02:00:00:00:01:02", "dst_mac": 0xA})
     assert e.table_id == 2
     assert e.match[0].lpm.value == b"\x0a\x00\x01\x00"
@@ -113,14 +116,14 @@ def test_lpm_entry_masks_host_bits(info):
 
 
 def test_lpm_slash0_is_omitted(info):
-    e = info.table_entry("ipv4_lpm", {"dstAddr": "0.0.0.0/0"}, "drop")
+    e = table_entry(info, "ipv4_lpm", {"dstAddr": "0.0.0.0/0"}, "drop")
     assert len(e.match) == 0
 
 
 def test_ternary_needs_priority_and_omits_wildcards(info):
     with pytest.raises(EncodingError, match="priority"):
-        info.table_entry("job_classify", {"l4_dst": (5201, 0xFFFF)}, "set_job", {"job": 3})
-    e = info.table_entry("job_classify", {"l4_dst": (5201, 0xFFFF), "hdr.ipv4.srcAddr": (0, 0),
+        table_entry(info, "job_classify", {"l4_dst": (5201, 0xFFFF)}, "set_job", {"job": 3})
+    e = table_entry(info, "job_classify", {"l4_dst": (5201, 0xFFFF), "hdr.ipv4.srcAddr": (0, 0),
                                           "dscp": 7},
                          "set_job", {"job": 3}, priority=5)
     ids = sorted(m.field_id for m in e.match)
@@ -133,46 +136,46 @@ def test_ternary_needs_priority_and_omits_wildcards(info):
 
 
 def test_ternary_value_masked(info):
-    e = info.table_entry("job_classify", {"srcAddr": ("10.0.1.9", 0xFFFFFF00)}, "set_job",
+    e = table_entry(info, "job_classify", {"srcAddr": ("10.0.1.9", 0xFFFFFF00)}, "set_job",
                          {"job": 1}, priority=1)
     assert e.match[0].ternary.value == b"\x0a\x00\x01\x00"
 
 
 def test_range_match(info):
-    e = info.table_entry("range_demo", {"meta.x": (10, 20)}, "drop", priority=1)
+    e = table_entry(info, "range_demo", {"meta.x": (10, 20)}, "drop", priority=1)
     assert e.match[0].range.low == b"\x0a" and e.match[0].range.high == b"\x14"
-    full = info.table_entry("range_demo", {"meta.x": (0, 0xFFFF)}, "drop", priority=1)
+    full = table_entry(info, "range_demo", {"meta.x": (0, 0xFFFF)}, "drop", priority=1)
     assert len(full.match) == 0
     with pytest.raises(EncodingError, match="low 3 > high 2"):
-        info.table_entry("range_demo", {"meta.x": (3, 2)}, "drop", priority=1)
+        table_entry(info, "range_demo", {"meta.x": (3, 2)}, "drop", priority=1)
 
 
 def test_action_param_errors(info):
     with pytest.raises(EncodingError, match="needs parameter 'dst_mac'"):
-        info.table_entry("ipv4_lpm", {"dstAddr": "10.0.0.1/32"}, "forward",
+        table_entry(info, "ipv4_lpm", {"dstAddr": "10.0.0.1/32"}, "forward",
                          {"port": 1, "src_mac": 1})
     with pytest.raises(EncodingError, match="no parameter"):
-        info.action_message("drop", {"port": 1})
+        action_message(info, "drop", {"port": 1})
     with pytest.raises(EncodingError, match=r"set_job\(job\).*does not fit in 6 bits"):
-        info.action_message("set_job", {"job": 64})
+        action_message(info, "set_job", {"job": 64})
     with pytest.raises(P4InfoLookupError, match="not an action of table"):
-        info.table_entry("ipv4_lpm", {"dstAddr": "10.0.0.1/32"}, "set_job", {"job": 1})
+        table_entry(info, "ipv4_lpm", {"dstAddr": "10.0.0.1/32"}, "set_job", {"job": 1})
 
 
 def test_default_entry(info):
-    e = info.table_entry("egress_port_cfg", None, "set_port_cfg",
+    e = table_entry(info, "egress_port_cfg", None, "set_port_cfg",
                          {"threshold": 20, "bucket_shift": 0}, default=True)
     assert e.is_default_action and not e.match
     with pytest.raises(EncodingError, match="takes no match"):
-        info.table_entry("egress_port_cfg", {"egress_port": 1}, "set_port_cfg",
+        table_entry(info, "egress_port_cfg", {"egress_port": 1}, "set_port_cfg",
                          {"threshold": 20, "bucket_shift": 0}, default=True)
 
 
 def test_counter_entry_bounds(info):
-    assert info.counter_entry("port_tx", 3).index.index == 3
-    assert not info.counter_entry("port_tx").HasField("index")
+    assert counter_entry(info, "port_tx", 3).index.index == 3
+    assert not counter_entry(info, "port_tx").HasField("index")
     with pytest.raises(EncodingError, match="index 32 outside 0..31"):
-        info.counter_entry("port_tx", 32)
+        counter_entry(info, "port_tx", 32)
 
 
 def test_multicast_group_entry():
