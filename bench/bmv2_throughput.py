@@ -11,7 +11,8 @@ as in an experiment. Rate 0 leaves the queues unlimited and measures what BMv2 f
 this CPU. A fraction well below 1 means BMv2 cannot keep up with that link rate here: choose
 slower links for experiments on dataplane: bmv2.
 
-Needs root, BMv2 (simple_switch_grpc, simple_switch_CLI), p4c-bm2-ss and iperf3.
+Needs root, BMv2 (simple_switch_grpc, simple_switch_CLI), p4c-bm2-ss, iperf3 and the package
+installed in the interpreter that runs it (the venv's editable install).
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mn_harness.network.plan import NetworkPlan  # noqa: E402
-from mn_harness.p4.testbed import LinkQueue, P4Testbed, make_plan  # noqa: E402
-from mn_harness.p4.toolchain import find_toolchain  # noqa: E402
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.p4.limits import FRAME_BYTES
+from mn_harness.p4.toolchain import find_toolchain
+from mn_harness.testing import LinkQueue, P4Testbed, make_plan
 
 
 def path_topology(hops: int) -> NetworkPlan:
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"BMv2 throughput, TCP iperf3 {args.duration:.0f}s, queue {args.queue} packets, "
           f"{os.cpu_count()} CPUs")
     print("achieved = TCP goodput; with full-size frames the most a link carries is "
-          f"1448/1514 = {1448 / 1514:.3f} of its rate")
+          f"1448/{FRAME_BYTES} = {1448 / FRAME_BYTES:.3f} of its rate")
     print(f"{'switches':>8} {'configured':>12} {'achieved':>12} {'fraction':>9} {'retrans':>8}")
     for h in hops:
         for r in rates:

@@ -1,7 +1,8 @@
 """inc_allreduce vs ring all-reduce on the same BMv2 topology, measured in one run of this script.
 
-Runs topologies/inc-vs-ring-bmv2.yaml (4 workers on one switch running aggregation.p4) with the
-job's collective set to ring_allreduce, then to inc_allreduce, and prints per variant the mean
+Runs topologies/inc-vs-ring-bmv2.yaml (or --topology; 4 workers on one switch running
+aggregation.p4) with the job's collective set to ring_allreduce, then to inc_allreduce, and
+prints per variant the mean
 iteration and communication time and the bytes per iteration on the bottleneck (the busiest
 switch egress port, from the switch's own per-job byte counters in queue.csv), then inc/ring
 ratios.
@@ -12,7 +13,7 @@ third run where the inc links are scaled by 1514/310 so the switch's packet rate
 configured bit rate for inc frames (what a real link would give); both are printed.
 
     sudo .venv/bin/python bench/inc_vs_ring.py [--iterations 10] [--size 256KB] [--bw 10Mbit]
-                                               [--pps-fair]
+                                               [--pps-fair] [--topology FILE]
 """
 
 from __future__ import annotations
@@ -27,21 +28,18 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mn_harness.config import Experiment
+from mn_harness.p4.limits import FRAME_BYTES
+from mn_harness.runner import run_experiment
+from mn_harness.units import parse_bandwidth, parse_size
+from mn_harness.worker import inc, ring
 
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.p4.limits import FRAME_BYTES  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.units import parse_bandwidth  # noqa: E402
-from mn_harness.worker import inc, ring  # noqa: E402
-
-TOPOLOGY = ROOT / "topologies" / "inc-vs-ring-bmv2.yaml"
+DEFAULT_TOPOLOGY = "topologies/inc-vs-ring-bmv2.yaml"  # relative to the checkout, run from there
 INC_FRAME = inc.PAYLOAD_BYTES + inc.WIRE_OVERHEAD
 
 
 def run(collective: str, args, out: Path, bw_scale: float = 1.0) -> dict:
-    raw = yaml.safe_load(TOPOLOGY.read_text())
+    raw = yaml.safe_load(Path(args.topology).read_text())
     job = raw["jobs"][0]
     job.update(collective=collective, iterations=args.iterations, bytes_per_iteration=args.size)
     if collective != "inc_allreduce":
@@ -72,6 +70,8 @@ def run(collective: str, args, out: Path, bw_scale: float = 1.0) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topology", default=DEFAULT_TOPOLOGY,
+                    help="the experiment (4 workers on one aggregation switch); default: %(default)s")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--size", default="256KB", help="bytes per iteration (gradient size)")
     ap.add_argument("--bw", default="10Mbit", help="every link's rate")
@@ -104,16 +104,10 @@ def main() -> int:
         print(f"  {label:<38} iteration time {r['iter_s'] / base['iter_s']:.2f}  "
               f"comm time {r['comm_s'] / base['comm_s']:.2f}  "
               f"bottleneck bytes {r['bottleneck_bytes'] / base['bottleneck_bytes']:.2f}")
-    s = parse_size_bytes(args.size)
+    s = parse_size(args.size, "size")
     expect = inc.wire_bytes_per_iteration(s) / (ring.bytes_sent_per_worker(s, n) * FRAME_BYTES / 1448)
     print(f"  expected bottleneck bytes ratio (frames, no loss, ring ACKs ignored): {expect:.2f}")
     return 0
-
-
-def parse_size_bytes(text: str) -> int:
-    from mn_harness.units import parse_size
-
-    return parse_size(text, "size")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
 `bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN.
 
-A test that cannot run here is skipped with the reason, never silently passed."""
+A test that cannot run here is skipped with the reason, never silently passed. The `topologies`
+fixture finds the shipped topology files from any test directory."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -18,3 +20,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs root: run with sudo"))
         if "bmv2" in item.keywords and not toolchain.complete:
             item.add_marker(pytest.mark.skip(reason=toolchain.missing_reason()))
+
+
+@pytest.fixture(scope="session")
+def topologies(pytestconfig) -> Path:
+    """The shipped topologies/ of the checkout under test (pytest's rootdir), wherever the test
+    file sits."""
+    return pytestconfig.rootpath / "topologies"

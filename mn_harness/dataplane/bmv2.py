@@ -1,6 +1,6 @@
-"""The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running mn_harness/p4/programs/ecn_telemetry.p4,
-programmed over P4Runtime from the same NetworkPlan (addresses, shortest paths) as the Linux
-data plane.
+"""The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running
+mn_harness/p4/programs/ecn_telemetry.p4 (or aggregation.p4), brought up by mn_harness.p4.bringup
+from the same NetworkPlan (addresses, shortest paths) as the Linux data plane.
 
 Namespaces, never the root namespace
     Each switch is a Mininet node of its own (a namespace with IP forwarding off); its veths live
@@ -11,7 +11,9 @@ Namespaces, never the root namespace
     unix:/tmp/mn-harness-bmv2-*/s1.sock`; PI's gRPC server accepts unix: addresses, the
     file system is shared across network namespaces); the Thrift runtime (queue depth/rate) listens
     on the namespace's own loopback, so `simple_switch_CLI` runs inside the namespace too and every
-    switch may use port 9090.
+    switch may use port 9090. BMv2's notifications socket (a nanomsg build's
+    `--notifications-addr`; default /tmp/bmv2-<device id>-notifications.ipc, the same for every
+    run) is put in that directory too, so two runs at once never share one.
 
 The bottleneck queue is BMv2's own
     Per egress port two priority queues (`--priority-queues 2`; the program puts IPv4 packets of
@@ -60,10 +62,8 @@ Processes
 from __future__ import annotations
 
 import csv
-import importlib.util
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -79,21 +79,13 @@ from mn_harness.network.commands import run_in
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import add_netem
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
-from mn_harness.p4.aggregation import install_jobs as install_agg_jobs
 from mn_harness.p4.aggregation import plan_agg_jobs
-from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads
+from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, cli_has_thrift, disable_offloads
+from mn_harness.p4.bringup import SwitchSetup, bring_up
 from mn_harness.p4.compile import compile_p4
-from mn_harness.p4.entries import (
-    install_entries,
-    job_ids,
-    plan_job_rules,
-    qbucket_shift,
-    switch_entries,
-    switch_specs,
-)
+from mn_harness.p4.entries import job_ids, plan_job_rules, qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
-from mn_harness.p4.limits import FRAME_BYTES
-from mn_harness.p4.runtime import P4Info, SwitchConnection
+from mn_harness.p4.runtime import SwitchConnection
 from mn_harness.p4.telemetry import TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
 from mn_harness.results.queue import QueueSummary
@@ -104,27 +96,6 @@ THRIFT_PORT = 9090           # on each switch namespace's own loopback
 SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"
 DEFAULT_SAMPLE_HZ = 100.0
 FLUSH_EVERY_S = 0.2
-
-
-def _cli_has_thrift(cli: str) -> bool:
-    """simple_switch_CLI runs with this interpreter when it has thrift, else with its shebang's."""
-    if importlib.util.find_spec("thrift") is not None:
-        return True
-    try:
-        with open(cli, "rb") as fh:
-            shebang = fh.readline().decode(errors="replace")
-    except OSError:
-        return False
-    if not shebang.startswith("#!"):
-        return False
-    argv = shebang[2:].split()
-    if not argv:
-        return False
-    try:
-        proc = subprocess.run([*argv, "-c", "import thrift"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
 
 
 class Bmv2SwitchNode(Node):
@@ -172,7 +143,7 @@ class Bmv2Dataplane(Dataplane):
         tc = find_toolchain()
         if not tc.complete:
             return tc.missing_reason()
-        if not _cli_has_thrift(tc.bin("simple_switch_CLI")):
+        if not cli_has_thrift(tc.bin("simple_switch_CLI")):
             return ("simple_switch_CLI needs the Python thrift module: apt-get install python3-thrift "
                     "(and a venv made with --system-site-packages) or pip install thrift")
         for tool, package in (("mnexec", "mininet"), ("ethtool", "ethtool")):
@@ -195,10 +166,8 @@ class Bmv2Dataplane(Dataplane):
 
     def configure(self, net: Mininet, plan: NetworkPlan) -> None:
         self.plan = plan
-        specs = switch_specs(plan)
-        programs = {name: compile_p4(resolve_program(cfg.program)) for name, cfg in self.configs.items()}
+        setups = self._setups(plan)
         self.run_dir = Path(tempfile.mkdtemp(prefix="mn-harness-bmv2-"))
-        rules = plan_job_rules(plan)
         try:
             # hosts: frames cross BMv2 through libpcap, so checksums must be filled in by the host
             for host in plan.experiment.hosts:
@@ -206,11 +175,28 @@ class Bmv2Dataplane(Dataplane):
                 run_in(net[host].pid, ["ethtool", "-K", intf.name, "tx", "off", "sg", "off",
                                        "tso", "off", "gso", "off", "gro", "off"], check=False)
             for name, node in self.nodes.items():
-                self._configure_switch(name, node, plan, specs[name], programs[name], rules)
+                self._configure_switch(name, node, plan, setups[name])
         except P4Error as exc:
             raise DataplaneError(f"bmv2: {exc}".splitlines()[0]) from exc
 
-    def _configure_switch(self, name, node, plan, spec, program, rules) -> None:
+    def _setups(self, plan: NetworkPlan) -> dict[str, SwitchSetup]:
+        """Per switch: its program, the queues of its links, its ECN threshold, the job rules
+        and (inc_allreduce jobs whose workers hang off it) its aggregation jobs."""
+        specs = switch_specs(plan)
+        rules = plan_job_rules(plan)
+        inc_slots = {j.name: j.inc.slots for j in plan.experiment.jobs if j.inc is not None}
+        agg_jobs = plan_agg_jobs(plan, inc_slots) if inc_slots else {}
+        setups = {}
+        for name, cfg in self.configs.items():
+            queues = {i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets)
+                      for i in plan.interfaces.get(name, [])}
+            setups[name] = SwitchSetup(specs[name], compile_p4(resolve_program(cfg.program)),
+                                       queues=queues,
+                                       ecn_threshold=cfg.ecn_threshold or DEFAULT_ECN_THRESHOLD,
+                                       job_rules=rules, agg_jobs=agg_jobs.get(name, ()))
+        return setups
+
+    def _configure_switch(self, name: str, node: Node, plan: NetworkPlan, setup: SwitchSetup) -> None:
         node.config()
         prefix = ["mnexec", "-a", str(node.pid)]
         intfs = plan.interfaces.get(name, [])
@@ -220,27 +206,15 @@ class Bmv2Dataplane(Dataplane):
             disable_offloads(intf.name, exec_prefix=prefix)
             if intf.link.delay_s > 0:
                 self._delay(node.pid, intf)
-        sw = BMv2Switch(name, spec.device_id, {i.port: i.name for i in intfs}, grpc_port=0,
+        assert self.run_dir is not None
+        sw = BMv2Switch(name, setup.spec.device_id, {i.port: i.name for i in intfs}, grpc_port=0,
                         thrift_port=THRIFT_PORT, exec_prefix=prefix,
-                        grpc_socket=self.run_dir / f"{name}.sock", log_dir=self.run_dir / name,
-                        log=self.bmv2_log)
+                        grpc_socket=self.run_dir / f"{name}.sock",
+                        notifications_socket=self.run_dir / f"{name}-notifications.ipc",
+                        log_dir=self.run_dir / name, log=self.bmv2_log)
         with self._lock:
             self.switches[name] = sw
-        sw.start()
-        sw.configure_queues({i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets,
-                                                          FRAME_BYTES)
-                             for i in intfs})
-        conn = SwitchConnection(sw.grpc_address, spec.device_id, name=name).connect()
-        self.conns[name] = conn
-        conn.set_pipeline(P4Info.from_file(program.p4info_path), program.read_json())
-        threshold = self.configs[name].ecn_threshold or DEFAULT_ECN_THRESHOLD
-        install_entries(conn, switch_entries(spec, ecn_threshold=threshold,
-                                             queue_depths={i.port: i.link.queue_packets for i in intfs},
-                                             job_rules=rules))
-        # inc_allreduce jobs whose workers hang off this switch: slots, multicast group, results
-        inc_slots = {j.name: j.inc.slots for j in plan.experiment.jobs if j.inc is not None}
-        if inc_slots:
-            install_agg_jobs(conn, plan_agg_jobs(plan, inc_slots).get(name, []))
+        self.conns[name] = bring_up(sw, setup)
 
     @staticmethod
     def _delay(pid: int, intf) -> None:

@@ -1,5 +1,7 @@
-"""The P4 half: programs (package data in programs/), their limits (limits.py), the p4c build,
-the P4Runtime client, BMv2 process control, table entries, telemetry and in-network aggregation.
+"""The P4 half: programs (package data in programs/), their limits (limits.py), the p4c build
+(compile.py, toolchain.py), the P4Runtime client (runtime/), BMv2 processes and queues (bmv2/),
+what a switch is programmed with (entries.py, aggregation.py), the one bring-up sequence that
+programs it (bringup.py) and the telemetry read back (telemetry.py).
 
 Importing this package (or `mn_harness.p4.limits`) loads nothing heavy: grpc and the P4Runtime
 bindings are imported by the modules that talk to a switch."""

@@ -1,4 +1,5 @@
-"""Control-plane state for mn_harness/p4/programs/aggregation.p4 (in-network aggregation for inc_allreduce).
+"""Control-plane state for mn_harness/p4/programs/aggregation.p4 (in-network aggregation for
+inc_allreduce), computed from the NetworkPlan; mn_harness.p4.bringup writes it to the switch.
 
 Per aggregation job on a switch:
   - `agg_job` (job id, UDP port) -> slot base and count in the shared pool, worker count,
@@ -8,16 +9,17 @@ Per aggregation job on a switch:
     written on each result copy.
 Slots: a job with `slots` window positions uses 2 * slots physical slots (two copies per
 position, see the program's header); `allocate_slots` packs the jobs into the pool and says in
-one line when they do not fit. The worker-side constants live in mn_harness/worker/inc.py (stdlib only).
+one line when they do not fit. The packets are the worker's (mn_harness/worker/inc.py); the
+limits both sides use are mn_harness/p4/limits.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import AGGREGATION_PROGRAM, PROGRAMS_DIR
-from .entries import Entry
+from .entries import Entry, job_ids
 from .errors import P4Error
 from .limits import AGG_MAX_JOB_ID, AGG_MAX_WORKERS, AGG_POOL, AGG_PORT_BASE, AGG_STATS_KINDS
 
@@ -79,8 +81,6 @@ def aggregation_switch(plan, workers: Sequence[str]) -> str | None:
 def plan_agg_jobs(plan, slots: dict[str, int]) -> dict[str, list[AggJob]]:
     """Switch -> its aggregation jobs (slot ranges allocated) for the plan's jobs named in
     `slots` (job name -> window slots); job ids are the telemetry ids (entries.job_ids)."""
-    from .entries import job_ids
-
     ids = job_ids(plan)
     per_switch: dict[str, list[AggJob]] = {}
     for job in plan.experiment.jobs:
@@ -129,16 +129,6 @@ def job_entries(job: AggJob) -> list[Entry]:
 def replicas(job: AggJob) -> list[tuple[int, int]]:
     """(egress port, instance) per worker; the instance is the egress_rid = rank + 1."""
     return [(w.port, w.rank + 1) for w in job.workers]
-
-
-def install_jobs(conn, jobs: Iterable[AggJob]) -> None:
-    """Write every job's multicast group and table entries over a SwitchConnection whose
-    pipeline is aggregation.p4 (jobs must already have slot bases: allocate_slots)."""
-    from .entries import install_entries
-
-    for job in jobs:
-        conn.write_multicast_group(job.mcast_group, replicas(job))
-        install_entries(conn, job_entries(job))
 
 
 def stats_indices(job_id: int) -> list[int]:

@@ -1,6 +1,6 @@
 """Compile P4_16 v1model programs for BMv2 with p4c-bm2-ss, cached by content hash.
 
-    prog = compile_p4("mn_harness/p4/programs/ecn_telemetry.p4")
+    prog = compile_p4(find_program("ecn_telemetry"))   # mn_harness.p4.find_program
     prog.json_path, prog.p4info_path     # BMv2 JSON, P4Info in protobuf text format
 
 The cache key covers the program text, every file it includes with `#include "..."` (recursively,

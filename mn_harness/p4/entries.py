@@ -1,10 +1,10 @@
-"""Table entries for mn_harness/p4/programs/ecn_telemetry.p4, computed from the harness's NetworkPlan. No switch
-needed.
+"""Table entries for mn_harness/p4/programs/ecn_telemetry.p4, computed from the harness's
+NetworkPlan. No switch needed.
 
 There is one routing algorithm in the project: NetworkPlan's shortest paths (hop count, ties
 broken by node name), which the Linux data plane also uses. `switch_specs(plan)` turns the plan
 into plain per-switch data (ports with their MACs, one route per host); `switch_entries(spec)`
-turns that into `Entry` objects with P4Info *names* that `install_entries()` writes over a
+turns that into `Entry` objects with P4Info *names*, which mn_harness.p4.bringup writes over a
 SwitchConnection.
 
 Routing: every host gets a /32 in `ipv4_lpm` on every switch: egress port = the route's
@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import P4Error
-from .limits import MAX_JOBS, MAX_PORTS, NO_MARKING, QBUCKET_MAX_SHIFT, QBUCKETS
+from .limits import MAX_JOBS, MAX_PORTS, NO_MARKING, PORT_MASK, QBUCKET_MAX_SHIFT, QBUCKETS
 
 if TYPE_CHECKING:
     from mn_harness.network.plan import NetworkPlan
-
 
 
 class TopologyError(P4Error):
@@ -206,30 +205,8 @@ def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
     return entries
 
 
-def install_entries(conn, entries: Iterable[Entry], batch: int = 100) -> int:
-    """Write entries over a SwitchConnection whose P4Info is set; returns how many. Default
-    actions are modified one by one, the rest inserted in batches of `batch`."""
-    info = conn.p4info
-    pending = []
-    count = 0
-    for e in entries:
-        if e.default:
-            conn.set_default_action(e.table, e.action, e.params)
-            count += 1
-            continue
-        pending.append(info.table_entry(e.table, e.match, e.action, e.params, e.priority))
-        if len(pending) >= batch:
-            conn.write(pending)
-            count += len(pending)
-            pending = []
-    if pending:
-        conn.write(pending)
-        count += len(pending)
-    return count
-
-
 def port_index(port: int) -> int:
-    return port & (MAX_PORTS - 1)
+    return port & PORT_MASK
 
 
 def job_port_index(job: int, port: int) -> int:

@@ -21,12 +21,11 @@ from mn_harness.config import Experiment
 from mn_harness.runner import run_experiment
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
-ROOT = Path(__file__).resolve().parents[2]
 BOTTLENECK = ("s1", "3")  # s1's port towards s2 (ports in link order: h1=1, h2=2, s2=3)
 
 
-def demo(cc="cubic", threshold=20, iterations=5) -> Experiment:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs-bmv2.yaml").read_text())
+def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
+    raw = yaml.safe_load((topologies / "dumbbell-2jobs-bmv2.yaml").read_text())
     raw["switches"] = [{"name": s, "ecn_threshold": threshold} for s in ("s1", "s2")]
     for job in raw["jobs"]:
         job.update(iterations=iterations, cc=cc)
@@ -49,8 +48,8 @@ def no_leftovers(results: Path) -> None:
     assert "s1-eth" not in links and "h1-eth" not in links  # nothing in the root namespace
 
 
-def test_demo_runs_on_bmv2_with_queue_series_and_marks(tmp_path):
-    exp = demo()
+def test_demo_runs_on_bmv2_with_queue_series_and_marks(topologies, tmp_path):
+    exp = demo(topologies)
     results, summary, rows = run(exp, tmp_path)
     assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
     with open(results / "iterations.csv") as fh:
@@ -88,9 +87,9 @@ def test_demo_runs_on_bmv2_with_queue_series_and_marks(tmp_path):
     no_leftovers(results)
 
 
-def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(tmp_path):
-    _, dctcp, _ = run(demo(cc="dctcp", threshold=20, iterations=4), tmp_path / "dctcp")
-    _, cubic, _ = run(demo(cc="cubic", threshold=1000, iterations=4), tmp_path / "cubic")
+def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(topologies, tmp_path):
+    _, dctcp, _ = run(demo(topologies, cc="dctcp", threshold=20, iterations=4), tmp_path / "dctcp")
+    _, cubic, _ = run(demo(topologies, cc="cubic", threshold=1000, iterations=4), tmp_path / "cubic")
     d, c = dctcp["queue"]["s1:3"], cubic["queue"]["s1:3"]
     print(f"\nbottleneck s1->s2: dctcp (K=20) mean {d['mean_depth']} max {d['max_depth']} "
           f"marks {d['marks']}; cubic (no marking) mean {c['mean_depth']} max {c['max_depth']}")

@@ -1,12 +1,13 @@
-"""A small BMv2 testbed without Mininet: hosts in network namespaces, BMv2 switches in the root
-namespace, veth pairs for links, the ecn_telemetry pipeline pushed over P4Runtime and its entries
-installed from a NetworkPlan (the harness's addressing and routing: each link a /24, hosts route
-via their switch port's address). Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py.
-The harness itself (mn_harness.dataplane.bmv2) runs switches in namespaces of their own.
+"""A small BMv2 test bed without Mininet: hosts in network namespaces, BMv2 switches in the root
+namespace, veth pairs for links, and every switch brought up exactly as the harness's data plane
+brings its switches up (mn_harness.p4.bringup: queues, pipeline, entries from the NetworkPlan,
+aggregation jobs when given). Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py;
+the harness itself (mn_harness.dataplane.bmv2) runs its switches in namespaces of their own.
 
-Every name the testbed creates starts with a unique prefix (default "p4t" + 4 hex digits), so
-several testbeds (and other people's namespaces) coexist; `close()` removes exactly what it
-created: processes it started, switches, veths, namespaces.
+Every name the test bed creates starts with a unique prefix (default "p4t" + 4 hex digits), so
+several test beds (and other people's namespaces) coexist; the switches' per-run files (BMv2's
+notifications socket) live in a directory of this test bed's own under /tmp. `close()` removes
+exactly what it created: processes it started, switches, veths, namespaces, that directory.
 
     plan = make_plan(["h1", "h2"], ["s1"], [("h1", "s1"), ("h2", "s1")])
     with P4Testbed(plan, queues={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
@@ -19,26 +20,29 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from mn_harness.config.experiment import load_experiment_dict
 from mn_harness.network.plan import NetworkPlan
-
-from . import DEFAULT_PROGRAM, PROGRAMS_DIR
-from .bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
-from .compile import CompiledProgram, compile_p4
-from .entries import install_entries, qbucket_shift, switch_entries, switch_specs
-from .errors import P4Error
-from .runtime import P4Info, SwitchConnection
+from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR
+from mn_harness.p4.aggregation import AggJob
+from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
+from mn_harness.p4.bringup import SwitchSetup, bring_up
+from mn_harness.p4.compile import CompiledProgram, compile_p4
+from mn_harness.p4.entries import qbucket_shift, switch_specs
+from mn_harness.p4.errors import P4Error
+from mn_harness.p4.runtime import P4Info, SwitchConnection
 
 ECN_TELEMETRY_P4 = PROGRAMS_DIR / f"{DEFAULT_PROGRAM}.p4"
 
 
 class TestbedError(P4Error):
-    pass
+    __test__ = False  # not a pytest test class, despite the name
 
 
 def _run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
@@ -76,6 +80,7 @@ class P4Testbed:
     def __init__(self, plan: NetworkPlan, *, prefix: str | None = None,
                  queues: Mapping[tuple[str, int], LinkQueue] | None = None,
                  ecn_threshold: int | None = None, program: str | Path = ECN_TELEMETRY_P4,
+                 agg_jobs: Mapping[str, Sequence[AggJob]] | None = None,
                  cache_dir: str | Path | None = None, log_dir: str | Path | None = None,
                  bmv2_log: bool = False, pcap: bool = False):
         self.plan = plan
@@ -87,12 +92,14 @@ class P4Testbed:
         self.queues = dict(queues or {})
         self.ecn_threshold = ecn_threshold
         self.program_path = Path(program)
+        self.agg_jobs = {name: list(jobs) for name, jobs in (agg_jobs or {}).items()}
         self.cache_dir = cache_dir
         self.log_dir = log_dir
         self.bmv2_log = bmv2_log
         self.pcap = pcap
         self.program: CompiledProgram | None = None
         self.p4info: P4Info | None = None
+        self.run_dir: Path | None = None
         self.switches: dict[str, BMv2Switch] = {}
         self.conns: dict[str, SwitchConnection] = {}
         self._namespaces: list[str] = []
@@ -126,13 +133,13 @@ class P4Testbed:
     # -- build -------------------------------------------------------------------------------
     def start(self) -> P4Testbed:
         if os.geteuid() != 0:
-            raise TestbedError("the P4 testbed needs root (namespaces, veths)")
+            raise TestbedError("the P4 test bed needs root (namespaces, veths)")
         try:
             self.program = compile_p4(self.program_path, self.cache_dir)
             self.p4info = P4Info.from_file(self.program.p4info_path)
+            self.run_dir = Path(tempfile.mkdtemp(prefix=f"mn-harness-{self.prefix}-"))
             self._build_links()
-            self._start_switches()
-            self._program_switches()
+            self._bring_up_switches()
         except BaseException:
             self.close()
             raise
@@ -171,31 +178,25 @@ class P4Testbed:
                     _run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False)
                     disable_offloads(name)
 
-    def _start_switches(self) -> None:
+    def setup(self, switch: str) -> SwitchSetup:
+        """What `switch` is programmed with (the same SwitchSetup the data plane builds)."""
+        assert self.program is not None
+        return SwitchSetup(self.specs[switch], self.program,
+                           queues={port: q.queue_config() for (s, port), q in self.queues.items()
+                                   if s == switch},
+                           ecn_threshold=self.ecn_threshold,
+                           agg_jobs=self.agg_jobs.get(switch, ()))
+
+    def _bring_up_switches(self) -> None:
+        assert self.run_dir is not None
         for name, spec in self.specs.items():
             ports = {p: self.port_intf(name, p) for p in spec.port_numbers()}
             bm = BMv2Switch(name, spec.device_id, ports, grpc_port=pick_free_port(),
                             thrift_port=pick_free_port(), log_dir=self.log_dir,
-                            log=self.bmv2_log, pcap=self.pcap)
-            bm.start()
+                            log=self.bmv2_log, pcap=self.pcap,
+                            notifications_socket=self.run_dir / f"{name}-notifications.ipc")
             self.switches[name] = bm
-            queues = {port: q.queue_config() for (s, port), q in self.queues.items()
-                      if s == name}
-            if queues:
-                bm.configure_queues(queues)
-
-    def _program_switches(self) -> None:
-        assert self.program is not None and self.p4info is not None
-        config = self.program.read_json()
-        for name, bm in self.switches.items():
-            conn = SwitchConnection(bm.grpc_address, bm.device_id, name=name).connect()
-            self.conns[name] = conn
-            conn.set_pipeline(self.p4info, config)
-            depths = {port: q.depth for (s, port), q in self.queues.items()
-                      if s == name and q.depth}
-            install_entries(conn, switch_entries(self.specs[name],
-                                                 ecn_threshold=self.ecn_threshold,
-                                                 queue_depths=depths))
+            self.conns[name] = bring_up(bm, self.setup(name), self.p4info)
 
     def bucket_shifts(self, switch: str) -> dict[int, int]:
         return {p: qbucket_shift(self.queues.get((switch, p), LinkQueue()).depth)
@@ -248,6 +249,9 @@ class P4Testbed:
                     pass
             _run(["ip", "netns", "del", ns], check=False)
         self._namespaces.clear()
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            self.run_dir = None
 
     def __enter__(self) -> P4Testbed:
         return self.start()

@@ -17,11 +17,10 @@ from mn_harness.runner import run_experiment
 from mn_harness.worker import inc
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def experiment(iterations=4, size="64KB", ring_job=False) -> Experiment:
-    raw = yaml.safe_load((ROOT / "topologies/inc-vs-ring-bmv2.yaml").read_text())
+def experiment(topologies: Path, iterations=4, size="64KB", ring_job=False) -> Experiment:
+    raw = yaml.safe_load((topologies / "inc-vs-ring-bmv2.yaml").read_text())
     raw["jobs"][0].update(iterations=iterations, bytes_per_iteration=size, compute="50ms")
     if ring_job:  # an ordinary TCP ring job through the same switch at the same time
         raw["hosts"] += ["h5", "h6"]
@@ -31,8 +30,8 @@ def experiment(iterations=4, size="64KB", ring_job=False) -> Experiment:
     return Experiment.from_dict(raw, "inc-e2e")
 
 
-def test_inc_allreduce_verified_every_iteration_beside_a_ring_job(tmp_path):
-    exp = experiment(ring_job=True)
+def test_inc_allreduce_verified_every_iteration_beside_a_ring_job(topologies, tmp_path):
+    exp = experiment(topologies, ring_job=True)
     results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
     summary = json.loads((results / "summary.json").read_text())
     assert summary["status"] == "completed"
@@ -54,13 +53,13 @@ def test_inc_allreduce_verified_every_iteration_beside_a_ring_job(tmp_path):
     assert "mn-harness-bmv2-" not in ps.stdout
 
 
-def test_wrong_result_fails_the_run(tmp_path, monkeypatch):
+def test_wrong_result_fails_the_run(topologies, tmp_path, monkeypatch):
     """A worker whose expected sum differs (another seed on one rank) exits with one line."""
     import dataclasses
 
     from mn_harness.jobs import launcher
 
-    exp = experiment(iterations=2)
+    exp = experiment(topologies, iterations=2)
     # rank 0 converts its inputs with twice the scale the others assume: its contribution is
     # not what the other workers' check expects, so they (and it) see a wrong sum
     specs = launcher.JobLauncher.specs

@@ -1,13 +1,11 @@
-"""compile_p4 caching and error reporting, and BMv2 process/CLI handling, with stand-in shell
-scripts for p4c, simple_switch_grpc and simple_switch_CLI (the real ones are exercised in
-tests/p4/)."""
+"""mn_harness.p4.bmv2: switch command line, start/stop, queue commands and the CLI runner, with
+stand-in shell scripts for simple_switch_grpc and simple_switch_CLI (the real ones run in the
+*_bmv2.py tests)."""
 
 import os
-import stat
-import textwrap
-from pathlib import Path
 
 import pytest
+from fake_tools import script
 
 from mn_harness.p4.bmv2 import (
     BMv2Switch,
@@ -17,96 +15,9 @@ from mn_harness.p4.bmv2 import (
     pps_for_rate,
     run_cli,
 )
-from mn_harness.p4.compile import compile_p4, content_digest
-from mn_harness.p4.errors import CompileError, SwitchCLIError, SwitchStartError, ToolchainMissing
+from mn_harness.p4.errors import SwitchCLIError, SwitchStartError, ToolchainMissing
 from mn_harness.p4.toolchain import Toolchain
 
-
-def script(path: Path, body: str) -> str:
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
-
-
-@pytest.fixture
-def fake_p4c(tmp_path):
-    calls = tmp_path / "calls"
-    p4c = script(tmp_path / "p4c-bm2-ss", f"""
-        echo "$@" >> {calls}
-        src=""; out=""; info=""
-        while [ $# -gt 0 ]; do
-          case "$1" in
-            -o) out="$2"; shift 2;;
-            --p4runtime-files) info="$2"; shift 2;;
-            -I|--std|--arch) shift 2;;
-            *) src="$1"; shift;;
-          esac
-        done
-        if grep -q SYNTAX_ERROR "$src"; then
-          echo "$src(3): [--Werror=legacy] error: SYNTAX_ERROR: syntax error, unexpected" >&2
-          exit 1
-        fi
-        echo '{{"program": "x"}}' > "$out"
-        echo 'pkg_info {{ arch: "v1model" }}' > "$info"
-        """)
-    return Toolchain({"p4c-bm2-ss": p4c}), calls
-
-
-def ncalls(calls: Path) -> int:
-    return len(calls.read_text().splitlines()) if calls.exists() else 0
-
-
-def test_compile_caches_by_content(tmp_path, fake_p4c):
-    tc, calls = fake_p4c
-    src = tmp_path / "prog.p4"
-    src.write_text('#include <core.p4>\n#include "lib.p4"\ncontrol c() { apply {} }\n')
-    (tmp_path / "lib.p4").write_text("const bit<8> X = 1;\n")
-    cache = tmp_path / "cache"
-    first = compile_p4(src, cache, toolchain=tc)
-    assert not first.cached and first.json_path.is_file() and first.p4info_path.is_file()
-    assert first.p4info_path.name == "prog.p4info.txt"
-    again = compile_p4(src, cache, toolchain=tc)
-    assert again.cached and again.json_path == first.json_path and ncalls(calls) == 1
-    (tmp_path / "lib.p4").write_text("const bit<8> X = 2;\n")   # an include changed
-    changed = compile_p4(src, cache, toolchain=tc)
-    assert not changed.cached and changed.digest != first.digest and ncalls(calls) == 2
-    forced = compile_p4(src, cache, toolchain=tc, force=True)
-    assert not forced.cached and ncalls(calls) == 3
-    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no temp dirs left
-
-
-def test_compile_error_shows_p4c_message_and_file(tmp_path, fake_p4c):
-    tc, _ = fake_p4c
-    src = tmp_path / "bad.p4"
-    src.write_text("SYNTAX_ERROR\n")
-    with pytest.raises(CompileError) as exc:
-        compile_p4(src, tmp_path / "cache", toolchain=tc)
-    err = exc.value
-    assert err.source == str(src.resolve())
-    assert "syntax error, unexpected" in err.output
-    assert str(err).startswith(f"p4c failed on {src.resolve()} (exit 1): ")
-    assert not list((tmp_path / "cache").iterdir())
-
-
-def test_compile_without_p4c_says_what_to_install(tmp_path):
-    src = tmp_path / "p.p4"
-    src.write_text("")
-    with pytest.raises(ToolchainMissing, match="p4lang-p4c"):
-        compile_p4(src, tmp_path, toolchain=Toolchain({}))
-    with pytest.raises(FileNotFoundError):
-        compile_p4(tmp_path / "missing.p4", tmp_path, toolchain=Toolchain({}))
-
-
-def test_digest_depends_on_args_and_compiler(tmp_path):
-    src = tmp_path / "p.p4"
-    src.write_text("x")
-    a = content_digest(src, "/nonexistent/p4c")
-    assert a == content_digest(src, "/nonexistent/p4c")
-    assert a != content_digest(src, "/nonexistent/p4c", ["-DFOO"])
-    assert a != content_digest(src, "/other/p4c")
-
-
-# -- BMv2 ----------------------------------------------------------------------------------
 
 def test_pps_for_rate():
     assert pps_for_rate(10) == 826            # 10 Mbit/s of 1514-byte frames
@@ -132,6 +43,28 @@ def test_switch_command_line():
     assert "--pcap" in logged and "/p.json" in logged and "--no-p4" not in logged
     quiet = BMv2Switch("s1", 3, {}, 1, 2, toolchain=tc).command()
     assert "--log-file" not in quiet and "--pcap" not in quiet and "--log-console" not in quiet
+
+
+def test_notifications_socket_in_the_run_dir_when_the_switch_has_the_option(tmp_path):
+    """BMv2 built with nanomsg would otherwise use ipc:///tmp/bmv2-<device id>-notifications.ipc,
+    shared by every run; without nanomsg there is no such option and no such socket."""
+    sock = tmp_path / "run" / "s1-notifications.ipc"
+    for build, help_text in (("nanomsg", "  --notifications-addr arg   Specify the nanomsg address"),
+                             ("plain", "  --thrift-port arg   TCP port")):
+        (tmp_path / build).mkdir()
+        fake = script(tmp_path / build / "simple_switch_grpc", f"""
+            echo "{help_text}"
+            """)
+        tc = Toolchain({"simple_switch_grpc": fake})
+        cmd = BMv2Switch("s1", 1, {}, 1, 2, notifications_socket=sock, toolchain=tc).command()
+        if build == "nanomsg":
+            i = cmd.index("--notifications-addr")
+            assert cmd[i + 1] == f"ipc://{sock}" and i < cmd.index("--")  # a bmv2 option
+        else:
+            assert "--notifications-addr" not in cmd
+    # not asked for: no option, even where the switch has it
+    tc = Toolchain({"simple_switch_grpc": str(tmp_path / "nanomsg" / "simple_switch_grpc")})
+    assert "--notifications-addr" not in BMv2Switch("s1", 1, {}, 1, 2, toolchain=tc).command()
 
 
 def test_switch_missing_binary():

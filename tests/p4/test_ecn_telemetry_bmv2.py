@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mn_harness.p4.entries import (
-    NO_MARKING,
-    JobRule,
-    job_entries,
-    job_port_index,
-    qdepth_index,
-)
-from mn_harness.p4.runtime import P4Info
+from mn_harness.p4.entries import JobRule, job_entries, job_port_index, qdepth_index
+from mn_harness.p4.limits import NO_MARKING
+from mn_harness.p4.runtime import P4Info, table_entry
 from mn_harness.p4.telemetry import TelemetryReader
-from mn_harness.p4.testbed import P4Testbed, make_plan
+from mn_harness.testing import LinkQueue, P4Testbed, make_plan
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 
@@ -93,10 +88,10 @@ def test_p4info_has_the_names_the_harness_uses(bed):
     # the job_classify keys the entries module writes
     job_entries([JobRule(job=1, src="10.0.0.1", dst="10.0.0.2", protocol=17, src_port=1,
                          dst_port=2, dscp=3)])
-    info.table_entry("job_classify", {"hdr.ipv4.srcAddr": (1, 1), "l4_src": (1, 0xFFFF),
-                                      "l4_dst": (1, 0xFFFF), "hdr.ipv4.dscp": (1, 0x3F),
-                                      "hdr.ipv4.protocol": (17, 0xFF)},
-                     "set_job", {"job": 1}, priority=1)
+    table_entry(info, "job_classify", {"hdr.ipv4.srcAddr": (1, 1), "l4_src": (1, 0xFFFF),
+                                       "l4_dst": (1, 0xFFFF), "hdr.ipv4.dscp": (1, 0x3F),
+                                       "hdr.ipv4.protocol": (17, 0xFF)},
+                "set_job", {"job": 1}, priority=1)
 
 
 def test_compile_is_cached(bed):
@@ -272,7 +267,10 @@ def test_no_leftovers_after_close():
     pid = tb.switches["s1"].pid
     names = [tb.netns("h1"), tb.netns("h2")]
     intf = tb.port_intf("s1", 1)
+    run_dir = tb.run_dir
+    assert run_dir is not None and run_dir.is_dir()
     tb.close()
+    assert not run_dir.exists()  # the per-run directory (BMv2's notifications socket) is gone
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(n in ns for n in names)
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
@@ -288,7 +286,6 @@ def test_real_tcp_ecn_keeps_the_bmv2_queue_at_the_threshold():
     import statistics
 
     t = topology()
-    from mn_harness.p4.testbed import LinkQueue
     result = {}
     for ecn in (0, 1):
         with P4Testbed(t, queues={("s1", 2): LinkQueue(rate_mbit=10, depth=100)},
@@ -330,8 +327,6 @@ def test_reverse_acks_do_not_take_the_data_rate():
     (~1 per 2 segments): with one queue per port paced in packets/s the ACKs took ~1/3 of the
     slots and each direction got ~0.6 of the rate (measured 0.61 and 0.65); with small packets
     in their own queue each direction gets the full data rate (measured ~0.95)."""
-    from mn_harness.p4.testbed import LinkQueue
-
     rate = 10.0
     queues = {("s1", 1): LinkQueue(rate_mbit=rate, depth=100),
               ("s1", 2): LinkQueue(rate_mbit=rate, depth=100)}

@@ -1,34 +1,22 @@
-"""Entry computation for ecn_telemetry.p4 from a topology, and telemetry delta math."""
+"""mn_harness.p4.entries: table entries for ecn_telemetry.p4 from a NetworkPlan (no switch)."""
 
 import pytest
-from test_p4_fixtures import P4INFO_TEXT
+from fake_p4info import P4INFO_TEXT
 
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.entries import (
-    NO_MARKING,
-    Entry,
     JobRule,
     TopologyError,
-    install_entries,
     job_entries,
     job_ids,
-    job_port_index,
     plan_job_rules,
     qbucket_shift,
-    qdepth_index,
     switch_entries,
     switch_specs,
 )
-from mn_harness.p4.runtime import P4Info
-from mn_harness.p4.telemetry import (
-    DepthStats,
-    Snapshot,
-    TelemetryReader,
-    bucket_value,
-    histogram_stats,
-    samples_between,
-)
-from mn_harness.p4.testbed import make_plan
+from mn_harness.p4.limits import NO_MARKING
+from mn_harness.p4.runtime import P4Info, table_entry
+from mn_harness.testing import make_plan
 
 
 def line3():
@@ -117,7 +105,7 @@ def test_job_rules_from_the_plan():
     entries = job_entries(plan_job_rules(plan))
     info = P4Info.from_text(P4INFO_TEXT)
     for e in entries:
-        info.table_entry(e.table, e.match, e.action, e.params, e.priority)
+        table_entry(info, e.table, e.match, e.action, e.params, e.priority)
 
 
 def test_arp_and_ecn_entries_per_port():
@@ -141,9 +129,9 @@ def test_entries_encode_against_p4info():
              JobRule(job=3, src="10.0.1.0/24", priority=5)]
     es = switch_entries(switch_specs(line3())["s2"], ecn_threshold=10, job_rules=rules)
     for e in es:
-        msg = info.table_entry(e.table, e.match, e.action, e.params, e.priority)
+        msg = table_entry(info, e.table, e.match, e.action, e.params, e.priority)
         assert msg.table_id
-    jc = [info.table_entry(e.table, e.match, e.action, e.params, e.priority)
+    jc = [table_entry(info, e.table, e.match, e.action, e.params, e.priority)
           for e in by_table(es, "job_classify")]
     assert jc[0].priority == 10 and len(jc[0].match) == 3
     assert jc[1].match[0].ternary.mask == b"\xff\xff\xff\x00"
@@ -161,99 +149,3 @@ def test_qbucket_shift():
     assert qbucket_shift(127) == 1
     assert qbucket_shift(128) == 2
     assert qbucket_shift(1000) == 4
-
-
-class RecordingConn:
-    def __init__(self):
-        self.p4info = P4Info.from_text(P4INFO_TEXT)
-        self.writes = []
-        self.defaults = []
-
-    def write(self, entries, op="insert"):
-        self.writes.append(list(entries))
-
-    def set_default_action(self, table, action, params):
-        self.defaults.append((table, action, params))
-
-
-def test_install_entries_batches_and_defaults():
-    conn = RecordingConn()
-    es = switch_entries(switch_specs(line3())["s1"], ecn_threshold=3)
-    es.append(Entry("egress_port_cfg", None, "set_port_cfg",
-                    {"threshold": 7, "bucket_shift": 0}, default=True))
-    n = install_entries(conn, es, batch=4)
-    assert n == len(es)
-    assert [len(w) for w in conn.writes] == [4, 4, 1]
-    assert conn.defaults == [("egress_port_cfg", "set_port_cfg",
-                              {"threshold": 7, "bucket_shift": 0})]
-
-
-# -- telemetry -----------------------------------------------------------------------------
-
-def test_histogram_stats_exact_and_bucketed():
-    counts = [0] * 64
-    counts[0], counts[10] = 3, 1
-    assert histogram_stats(counts, 0) == DepthStats(4, 2.5, 10.0)
-    assert bucket_value(10, 2) == 41.5
-    assert bucket_value(63, 2) == 252.0
-    assert histogram_stats([0] * 64, 0) == DepthStats(0, 0.0, 0.0)
-
-
-def snap(t, **cells):
-    base = {n: {} for n in ("port_enq", "port_tx", "port_marks", "qdepth_hist", "job_tx",
-                            "job_marks")}
-    for k, v in cells.items():
-        base[k] = v
-    return Snapshot(t, base)
-
-
-def test_samples_between_deltas():
-    old = snap(10.0, port_tx={2: (100, 150000)}, port_marks={2: (5, 0)},
-               qdepth_hist={qdepth_index(2, 0): (90, 0), qdepth_index(2, 4): (10, 0)},
-               job_tx={job_port_index(1, 2): (50, 75000)})
-    new = snap(10.02, port_tx={2: (110, 165000)}, port_enq={2: (112, 0)},
-               port_marks={2: (8, 0)},
-               qdepth_hist={qdepth_index(2, 0): (92, 0), qdepth_index(2, 4): (14, 0),
-                            qdepth_index(2, 6): (4, 0)},
-               job_tx={job_port_index(1, 2): (60, 90000)}, job_marks={job_port_index(1, 2):
-                                                                         (3, 0)})
-    [s] = samples_between(old, new, "s1", [2], [1, 2], {2: 0})
-    assert s.port == 2 and abs(s.interval - 0.02) < 1e-9
-    assert (s.tx_packets, s.tx_bytes, s.enq_packets, s.marks) == (10, 15000, 112, 3)
-    assert s.depth.packets == 10 and s.depth.max == 6.0
-    assert s.depth.mean == pytest.approx((2 * 0 + 4 * 4 + 4 * 6) / 10)
-    assert s.job_bytes == {1: 15000, 2: 0} and s.job_marks == {1: 3, 2: 0}
-
-
-def test_counter_reset_counts_from_zero():
-    old = snap(1.0, port_tx={1: (1000, 10**6)})
-    new = snap(2.0, port_tx={1: (7, 7000)})
-    [s] = samples_between(old, new, "s1", [1], [], {})
-    assert (s.tx_packets, s.tx_bytes) == (7, 7000)
-
-
-def test_reader_asks_only_for_watched_cells():
-    class Plan:
-        def __init__(self, wanted):
-            self.wanted = wanted
-
-        def read(self):
-            return {n: {i: (1, 2) for i in idx} for n, idx in self.wanted.items()}
-
-    class Conn:
-        def __init__(self):
-            self.asked = None
-
-        def counter_read_plan(self, wanted):
-            self.asked = wanted
-            return Plan(wanted)
-
-    conn = Conn()
-    r = TelemetryReader(conn, "s1", ports=[2, 1], jobs=[0, 3], bucket_shift={1: 0})
-    assert r.sample() == []
-    assert conn.asked["port_tx"] == [1, 2]
-    assert len(conn.asked["qdepth_hist"]) == 2 * 64
-    assert conn.asked["job_tx"] == [0 * 32 + 1, 0 * 32 + 2, 3 * 32 + 1, 3 * 32 + 2]
-    samples = r.sample()
-    assert [s.port for s in samples] == [1, 2]
-    assert samples[0].tx_packets == 0

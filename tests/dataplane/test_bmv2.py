@@ -1,4 +1,4 @@
-"""The BMv2 data plane without BMv2: availability message, host hooks, queue.csv format and
+"""mn_harness.dataplane.bmv2 without BMv2: availability message, host hooks, queue.csv format and
 summary, and `dataplane: bmv2` failing with one line where BMv2 is absent."""
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from mn_harness.dataplane.bmv2 import (
 from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -42,10 +40,10 @@ def test_unavailable_reason_is_one_line_naming_what_to_install(no_bmv2):
 
 
 @pytest.mark.root
-def test_run_with_bmv2_absent_fails_with_one_line_exit_1(no_bmv2, tmp_path, capsys):
+def test_run_with_bmv2_absent_fails_with_one_line_exit_1(no_bmv2, topologies, tmp_path, capsys):
     from mn_harness.cli import main
 
-    code = main(["run", str(ROOT / "topologies/dumbbell-2jobs-bmv2.yaml"), "--out", str(tmp_path)])
+    code = main(["run", str(topologies / "dumbbell-2jobs-bmv2.yaml"), "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 1
     assert len(err.splitlines()) == 1, err
