@@ -1,5 +1,7 @@
 /* ecn_headers.p4 -- part of ecn_telemetry.p4, shared with aggregation.p4 (textual include: the
- * P4Info names stay those of the including program). Constants, types and headers. */
+ * P4Info names stay those of the including program). Constants, types and headers.
+ * The constants Python needs too are mirrored in mn_harness/p4/limits.py, and
+ * tests/p4/test_limits.py fails when the two disagree. */
 #define MAX_PORTS 32
 #define PORT_MASK 31
 #define MAX_JOBS 64
@@ -19,8 +21,7 @@ const bit<2>  ECN_CE      = 3;
  * first, each priority queue with its own depth and packets/s rate (set per port over Thrift).
  * Small packets (IPv4 total length <= SMALL_PKT_MAX_LEN: pure TCP ACKs, pings, ARP replies) go
  * to QUEUE_SMALL, everything else to QUEUE_DATA, whose depth is what ECN marking and qdepth_hist
- * look at. mn_harness.p4.bmv2 has the same numbers (DATA_PRIORITY, SMALL_PRIORITY,
- * SMALL_PACKET_MAX_IP_BYTES). */
+ * look at. */
 const bit<3>  QUEUE_DATA  = 0;
 const bit<3>  QUEUE_SMALL = 1;
 const bit<16> SMALL_PKT_MAX_LEN = 128;
