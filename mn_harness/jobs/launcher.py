@@ -16,8 +16,8 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
 from pathlib import Path
+from typing import IO
 
 from mn_harness.config import Experiment
 from mn_harness.jobs.errors import JobError

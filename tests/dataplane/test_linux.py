@@ -1,12 +1,10 @@
 """The Linux data plane's commands per router, from the network plan (no namespace needed)."""
 
-from pathlib import Path
 
 from mn_harness.config import load_experiment
 from mn_harness.dataplane.linux import route_commands, router_commands
 from mn_harness.network.plan import NetworkPlan
-
-TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+from tests.helpers import TOPOLOGIES
 
 
 def test_dumbbell_router_addresses_shaping_and_routes():

@@ -6,8 +6,7 @@ from mn_harness.config import load_experiment
 from mn_harness.jobs.specs import BASE_PORT, worker_specs
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.entries import job_ids
-
-TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+from tests.helpers import TOPOLOGIES
 
 
 def specs_of(name, cc="cubic"):

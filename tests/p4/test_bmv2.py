@@ -5,7 +5,6 @@ stand-in shell scripts for simple_switch_grpc and simple_switch_CLI (the real on
 import os
 
 import pytest
-from fake_tools import script
 
 from mn_harness.p4.bmv2 import (
     BMv2Switch,
@@ -17,6 +16,7 @@ from mn_harness.p4.bmv2 import (
 )
 from mn_harness.p4.errors import SwitchCLIError, SwitchStartError, ToolchainMissing
 from mn_harness.p4.toolchain import Toolchain
+from tests.p4.fake_tools import script
 
 
 def test_pps_for_rate():

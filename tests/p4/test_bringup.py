@@ -4,7 +4,6 @@ written (batches, default actions). The whole bring-up runs in the *_bmv2.py tes
 from pathlib import Path
 
 import pytest
-from fake_p4info import P4INFO_TEXT
 
 from mn_harness.p4.bmv2 import QueueConfig
 from mn_harness.p4.bringup import SwitchSetup, bring_up, install_entries
@@ -13,6 +12,7 @@ from mn_harness.p4.entries import Entry, JobRule, switch_entries, switch_specs
 from mn_harness.p4.errors import P4Error, SwitchCLIError
 from mn_harness.p4.runtime import P4Info
 from mn_harness.testing import make_plan
+from tests.p4.fake_p4info import P4INFO_TEXT
 
 
 def line3():

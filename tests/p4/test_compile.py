@@ -4,11 +4,11 @@ for p4c (the real one runs in the *_bmv2.py tests)."""
 from pathlib import Path
 
 import pytest
-from fake_tools import script
 
 from mn_harness.p4.compile import compile_p4, content_digest
 from mn_harness.p4.errors import CompileError, ToolchainMissing
 from mn_harness.p4.toolchain import Toolchain
+from tests.p4.fake_tools import script
 
 
 @pytest.fixture

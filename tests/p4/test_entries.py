@@ -1,7 +1,6 @@
 """mn_harness.p4.entries: table entries for ecn_telemetry.p4 from a NetworkPlan (no switch)."""
 
 import pytest
-from fake_p4info import P4INFO_TEXT
 
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.entries import (
@@ -17,6 +16,7 @@ from mn_harness.p4.entries import (
 from mn_harness.p4.limits import NO_MARKING
 from mn_harness.p4.runtime import P4Info, table_entry
 from mn_harness.testing import make_plan
+from tests.p4.fake_p4info import P4INFO_TEXT
 
 
 def line3():

@@ -6,7 +6,6 @@ from concurrent import futures
 
 import grpc
 import pytest
-from fake_p4info import P4INFO_TEXT
 from google.protobuf import any_pb2
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
@@ -31,6 +30,7 @@ from mn_harness.p4.runtime import (
     table_entry,
 )
 from mn_harness.testing import P4RuntimeController
+from tests.p4.fake_p4info import P4INFO_TEXT
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,7 @@ from mn_harness.report.metrics import compute_metrics
 from mn_harness.results.loaders import load_run
 from mn_harness.results.schema import ITERATION_COLUMNS, THROUGHPUT_COLUMNS
 from mn_harness.results.summary import write_run_results
-
-TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+from tests.helpers import TOPOLOGIES
 
 
 def experiment(iterations=3):

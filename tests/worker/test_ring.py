@@ -1,8 +1,8 @@
-import math
+"""Ring all-reduce arithmetic (nccl-tests conventions)."""
+
 
 import pytest
 
-from mn_harness.results.stats import describe, percentile
 from mn_harness.worker import ring
 
 
@@ -27,19 +27,3 @@ def test_ring_rejects_single_worker():
 def test_bus_bandwidth_matches_nccl_convention():
     # 1 GB all-reduced by 4 workers in 1 s: algbw 1 GB/s, busbw 1.5 GB/s
     assert ring.bus_bandwidth(10**9, 4, 1.0) == pytest.approx(1.5e9)
-
-
-def test_percentile_linear_interpolation():
-    assert percentile([1, 2], 50) == 1.5
-    assert percentile([3, 1, 2, 4, 5], 50) == 3
-    assert percentile(list(range(101)), 99) == pytest.approx(99)
-    assert percentile([1, 2, 3, 4], 99) == pytest.approx(3.97)
-    with pytest.raises(ValueError):
-        percentile([], 50)
-    assert math.isnan(describe([])["p99"])
-
-
-def test_describe():
-    d = describe([1.0, 2.0, 3.0, 10.0])
-    assert d["n"] == 4 and d["mean"] == 4.0 and d["max"] == 10.0
-    assert d["p50"] == 2.5

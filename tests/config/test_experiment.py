@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from mn_harness.config import ConfigError, Experiment, load_experiment
-from mn_harness.units import parse_bandwidth, parse_duration, parse_size
+from tests.helpers import TOPOLOGIES
 
 BASE = {
     "experiment": "t",
@@ -177,50 +177,16 @@ def test_yaml_syntax_error_is_one_line(tmp_path):
 
 
 def test_shipped_topologies_are_valid():
-    from pathlib import Path
 
-    files = sorted(Path(__file__).parent.parent.glob("topologies/*.yaml"))
+    files = sorted(TOPOLOGIES.glob("*.yaml"))
     assert len(files) >= 2
     for f in files:
         exp = load_experiment(f)
         assert exp.jobs and yaml.safe_load(f.read_text())["experiment"] == exp.name
 
 
-@pytest.mark.parametrize("text,bps", [("1Gbit", 1e9), ("100Mbit", 1e8), ("2.5Gbps", 2.5e9), ("1GBps", 8e9), (500, 500.0)])
-def test_bandwidth_units(text, bps):
-    assert parse_bandwidth(text, "x") == bps
-
-
-@pytest.mark.parametrize("text,size", [("25MB", 25_000_000), ("4MiB", 4 * 2**20), ("1e3", 1000), (7, 7)])
-def test_size_units(text, size):
-    assert parse_size(text, "x") == size
-
-
-@pytest.mark.parametrize("text,secs", [("300ms", 0.3), ("200us", 2e-4), ("1.5s", 1.5), (2, 2.0), ("0", 0.0)])
-def test_duration_units(text, secs):
-    assert parse_duration(text, "x") == pytest.approx(secs)
-
-
 def test_dataplane_override_rechecks_inc_jobs():
-    from pathlib import Path
-
-    exp = load_experiment(Path(__file__).parent.parent / "topologies/inc-vs-ring-bmv2.yaml")
+    exp = load_experiment(TOPOLOGIES / "inc-vs-ring-bmv2.yaml")
     with pytest.raises(ConfigError) as info:
         exp.with_run(dataplane="linux")
     assert "inc_allreduce needs all workers on one aggregation switch" in str(info.value)
-
-
-def test_ideal_time_of_inc_counts_s_once_and_ring_2_n_minus_1_over_n():
-    from pathlib import Path
-
-    from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
-    from mn_harness.network.plan import NetworkPlan
-
-    exp = load_experiment(Path(__file__).parent.parent / "topologies/inc-vs-ring-bmv2.yaml")
-    plan = NetworkPlan(exp)
-    for job in exp.jobs:
-        expected = job.bytes_per_iteration if job.collective == "inc_allreduce" else \
-            2 * (job.n - 1) * -(-job.bytes_per_iteration // job.n)
-        assert bytes_sent_per_worker(job) == expected
-        ideal, rate = ideal_iteration_s(job, plan)
-        assert ideal == pytest.approx(job.compute_s + expected * 8 / rate)

@@ -8,19 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-import demo_config
 import pytest
 import yaml
 
 from mn_harness.config import Experiment
 from mn_harness.runner import run_experiment
+from tests import helpers
+from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def small_demo(iterations=3) -> dict:
-    return demo_config.small_demo(iterations, bytes_per_iteration="1MB", compute="40ms")
+    return helpers.small_demo(iterations, bytes_per_iteration="1MB", compute="40ms")
 
 
 def test_compare_two_ccs_repeat_2_has_ci_per_metric(tmp_path):

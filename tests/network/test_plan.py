@@ -1,11 +1,9 @@
 """Addressing and shortest-path routing, on the shipped topologies and on a loop."""
 
-from pathlib import Path
 
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.network.plan import NetworkPlan
-
-TOPOLOGIES = Path(__file__).parent.parent / "topologies"
+from tests.helpers import TOPOLOGIES
 
 
 def test_dumbbell_paths_share_only_the_bottleneck():

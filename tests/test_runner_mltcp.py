@@ -25,9 +25,9 @@ from mn_harness.config import Experiment
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.runner import run_experiment
 from mn_harness.state import STATE_DIR
+from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"job1": 2_000_000, "job2": 5_000_000}
 
 

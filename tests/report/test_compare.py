@@ -1,0 +1,60 @@
+"""Comparisons of repeated runs: mean ± 95% CI per label and metric."""
+
+import csv
+import json
+import math
+
+import pytest
+
+from mn_harness.report.compare import aggregate, flatten_metrics, write_compare
+from mn_harness.report.metrics import compute_metrics
+from mn_harness.results.loaders import load_run
+from tests.helpers import write_folder
+
+
+def test_compare_aggregates_with_ci(tmp_path):
+    # "reno": compute 0.6/0.8/1.0 s + comm 0.4 s -> iteration times 1.0, 1.2, 1.4 s
+    # "mltcp": 0.5, 0.7 -> 0.9, 1.1 s
+    runs = []
+    for rep, compute in enumerate((0.6, 0.8, 1.0)):
+        runs.append(("reno", rep, write_folder(tmp_path / f"reno-{rep}", compute=compute)))
+    for rep, compute in enumerate((0.5, 0.7)):
+        runs.append(("mltcp", rep, write_folder(tmp_path / f"mltcp-{rep}", compute=compute)))
+    runs.append(("mltcp", 2, tmp_path / "never-ran"))
+    rows = {(r.label, r.scope, r.metric): r for r in aggregate(runs)}
+
+    reno = rows[("reno", "A", "mean_iter_s")]
+    assert (reno.runs, reno.n) == (3, 3)
+    assert reno.mean == pytest.approx(1.2)
+    assert reno.ci95_half == pytest.approx(4.303 * 0.2 / math.sqrt(3))
+    assert reno.ci95_low == pytest.approx(1.2 - 4.303 * 0.2 / math.sqrt(3))
+    mltcp = rows[("mltcp", "all", "mean_iter_s")]
+    assert mltcp.mean == pytest.approx(1.0)
+    assert mltcp.std == pytest.approx(math.sqrt(0.02))
+    assert mltcp.ci95_half == pytest.approx(12.706 * math.sqrt(0.02) / math.sqrt(2))
+    # in-phase jobs never converge: the convergence metric has no value in any run
+    conv = rows[("reno", "all", "convergence_iteration")]
+    assert conv.n == 0 and conv.mean is None
+    assert rows[("reno", "link:s1-s2", "overlap_mean")].mean == pytest.approx(1.0)
+
+    md = write_compare(runs, tmp_path / "cmp")
+    text = md.read_text()
+    assert "1200.0 ± 496.9 (n=3/3)" in text  # 4.303 * 0.2 / sqrt(3) = 0.4969 s
+    assert "never-ran" in text
+    for png in ("compare_metrics.png", "compare_throughput.png"):
+        assert (tmp_path / "cmp" / png).stat().st_size > 1000
+        assert f"({png})" in text
+    with (tmp_path / "cmp" / "compare.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    hit = [r for r in table if (r["label"], r["scope"], r["metric"]) == ("reno", "A", "mean_iter_s")]
+    assert len(hit) == 1
+    assert float(hit[0]["ci95_high"]) == pytest.approx(1.2 + 4.303 * 0.2 / math.sqrt(3))
+    assert json.loads(hit[0]["values"]) == pytest.approx([1.0, 1.2, 1.4])
+
+
+def test_flatten_all_scope_convergence(tmp_path):
+    run = load_run(write_folder(tmp_path / "r", offset_b=0.5))
+    flat = flatten_metrics(compute_metrics(run.summary, run.iterations, run.throughput))
+    assert flat[("all", "convergence_iteration")] == 0.0
+    assert flat[("A", "overlap_mean")] == 0.0
+    assert flat[("all", "mean_iter_s")] == pytest.approx(1.0)

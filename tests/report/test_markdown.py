@@ -1,0 +1,75 @@
+"""write_report on results folders: plots, report.md, summary.json's metrics."""
+
+import json
+
+import pytest
+
+from mn_harness.report.markdown import write_report
+from tests.helpers import ITER_HEADER, write_folder
+
+
+def test_write_report_full_folder(tmp_path):
+    root = write_folder(tmp_path / "run", offset_b=0.5)
+    report = write_report(root)
+    assert report == root / "report.md"
+    text = report.read_text()
+    for name in ("throughput", "iteration_times", "iteration_cdf", "queue"):
+        png = root / "plots" / f"{name}.png"
+        assert png.exists() and png.stat().st_size > 1000
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"(plots/{name}.png)" in text
+    summary = json.loads((root / "summary.json").read_text())
+    assert summary["status"] == "completed"  # the runner's keys are kept
+    metrics = summary["metrics"]
+    # B is offset by half a period: A comm [i+0.6, i+1.0], B comm [i+1.1, i+1.5]
+    assert metrics["jobs"]["A"]["overlap_mean"] == 0.0
+    assert metrics["jobs"]["A"]["convergence_iteration"] == 0
+    assert metrics["jobs"]["A"]["mean_iter_s"] == pytest.approx(1.0)
+    assert metrics["jobs"]["A"]["slowdown_mean"] == pytest.approx(1.0 / 0.8)
+    # every full window of A holds 40 bins of 1000 bytes per rank: 80 kB for A (2 ranks);
+    # B's phase in A's window [i, i+1.0] is the previous one [i+0.1, i+0.5]: 40 kB
+    link = metrics["links"]["s1-s2"]
+    assert link["windows"] == 3  # A's iteration 0 [0, 1.0] starts before B (0.5)
+    assert link["jain_mean"] == pytest.approx(120_000**2 / (2 * (80_000**2 + 40_000**2)))
+    assert "| A |" in text and "s1-s2" in text
+
+
+def test_write_report_without_queue_or_plots(tmp_path):
+    root = write_folder(tmp_path / "run", queue=False)
+    text = write_report(root).read_text()
+    assert "queue.png" not in text
+    assert not (root / "plots" / "queue.png").exists()
+    assert (root / "plots" / "throughput.png").exists()
+
+    root2 = write_folder(tmp_path / "run2")
+    text2 = write_report(root2, plots=False).read_text()
+    assert not (root2 / "plots").exists()
+    assert ".png" not in text2
+    assert "metrics" in json.loads((root2 / "summary.json").read_text())
+
+
+def test_write_report_killed_worker(tmp_path):
+    root = write_folder(tmp_path / "run")
+    lines = (root / "iterations.csv").read_text().splitlines()
+    # drop rank 1 of A from iteration 2 on, and leave a truncated line behind
+    kept = [ln for ln in lines if not (ln.startswith("A,1,2") or ln.startswith("A,1,3"))]
+    (root / "iterations.csv").write_text("\n".join(kept) + "\nA,1,2,2.0,2.6\n")
+    text = write_report(root).read_text()
+    metrics = json.loads((root / "summary.json").read_text())["metrics"]
+    assert metrics["jobs"]["A"]["missing_rows"] == 2
+    assert metrics["jobs"]["A"]["n_iterations"] == 2
+    assert metrics["missing_rows_total"] == 2
+    assert "A: 2 missing row(s)" in text
+    assert "iterations.csv: 1 malformed" in text
+
+
+def test_write_report_on_a_run_that_produced_nothing(tmp_path):
+    root = write_folder(tmp_path / "run", queue=False)
+    (root / "iterations.csv").write_text(ITER_HEADER + "\n")
+    (root / "throughput.csv").write_text("job,rank,t,bin_s,bytes\n")
+    text = write_report(root).read_text()
+    metrics = json.loads((root / "summary.json").read_text())["metrics"]
+    # 4 planned iterations x (2 + 1) ranks, none written
+    assert metrics["missing_rows_total"] == 12
+    assert metrics["jobs"]["A"]["mean_iter_s"] is None
+    assert ".png" not in text
