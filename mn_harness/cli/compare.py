@@ -57,7 +57,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"mn-harness compare: interrupted; finished runs kept, continue with "
               f"`mn-harness compare --resume {sweep.folder}`", file=sys.stderr)
         return EXIT_INTERRUPTED
-    from mn_harness.report.compare import aggregate, format_compare_table, write_compare
+    from mn_harness.report.aggregate import aggregate
+    from mn_harness.report.compare import format_compare_table, write_compare
 
     md = write_compare(sweep.refs(), sweep.folder, plots=not args.no_plots)
     print(format_compare_table(aggregate(sweep.refs())))

@@ -10,16 +10,19 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
 from mn_harness.config import Experiment
-from mn_harness.dataplane.base import Dataplane
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import limit_offloads, shape_egress
+
+if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imported
+    from mn_harness.dataplane.base import Dataplane
 
 
 class EmulatedNetwork:

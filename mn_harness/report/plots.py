@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from mn_harness.report.compare import ALL_METRICS, ALL_SCOPE, CompareRow, RunRef, metric_title  # noqa: E402
+from mn_harness.report.aggregate import ALL_METRICS, ALL_SCOPE, CompareRow, RunRef, metric_title  # noqa: E402
 from mn_harness.report.metrics import RunMetrics, bin_index, job_throughput  # noqa: E402
 from mn_harness.results.iterations import JobIteration, job_iterations  # noqa: E402
 from mn_harness.results.loaders import RunData, load_run  # noqa: E402

@@ -9,7 +9,7 @@ matters when the collector shares two cores with BMv2."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from p4.v1 import p4runtime_pb2
 
@@ -18,7 +18,17 @@ from mn_harness.p4.errors import P4RuntimeError
 from .entities import as_entity, counter_entry
 
 if TYPE_CHECKING:
-    from .connection import SwitchConnection
+    from .p4info import P4Info
+
+
+class RawCounterSource(Protocol):
+    """What a CounterReadPlan needs of a connection (SwitchConnection is one)."""
+
+    device_id: int
+
+    def require_p4info(self) -> P4Info: ...
+
+    def read_raw(self, request: bytes) -> list[bytes]: ...
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -89,7 +99,7 @@ class CounterReadPlan:
     """The counter cells `wanted` ({name: indices or None for all}) of one connection: the
     ReadRequest serialized once, every answer decoded by `decode_counter_read_response`."""
 
-    def __init__(self, conn: SwitchConnection, wanted: Mapping[str, Iterable[int] | None]):
+    def __init__(self, conn: RawCounterSource, wanted: Mapping[str, Iterable[int] | None]):
         info = conn.require_p4info()
         self.conn = conn
         self.names = list(wanted)
