@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from mn_harness.report.compare import aggregate, flatten_metrics, write_compare
+from mn_harness.report.aggregate import aggregate, flatten_metrics
+from mn_harness.report.compare import write_compare
 from mn_harness.report.metrics import compute_metrics
 from mn_harness.results.loaders import load_run
 from tests.helpers import write_folder
