@@ -1,10 +1,12 @@
-"""The Linux data plane's commands per router, from the network plan (no namespace needed)."""
+"""The Linux data plane: its commands per router and port from the network plan (no namespace
+needed), and real runs with ECN marking and queue telemetry (root, slow)."""
 
+import pytest
 
-from mn_harness.config import load_experiment
+from mn_harness.config import Experiment, load_experiment
 from mn_harness.dataplane.linux import route_commands, router_commands
 from mn_harness.network.plan import NetworkPlan
-from tests.helpers import TOPOLOGIES
+from tests.helpers import TOPOLOGIES, small_demo
 
 
 def test_dumbbell_router_addresses_shaping_and_routes():
@@ -34,3 +36,74 @@ def test_leaf_spine_routes_follow_the_plan_paths():
             route = next(r for r in plan.routes[router] if r.dst_host == host)
             assert argv[5] == route.next_hop_ip and argv[7] == route.out.name
             assert route.out.peer_node == route.next_hop_node != host
+
+
+def test_every_switch_port_gets_its_egress_program_config():
+    from mn_harness.dataplane.linux import egress_config
+    from mn_harness.p4.limits import FRAME_BYTES
+
+    raw = small_demo()
+    raw["switches"] = [{"name": "s1", "ecn_threshold": "30KB"}, "s2"]
+    plan = NetworkPlan(Experiment.from_dict(raw, "demo"))
+    s1 = {i.peer_node: egress_config(plan, i, "backlog") for i in plan.interfaces["s1"]}
+    assert s1["s2"].mark_bytes == 30000 and s1["s2"].limit_bytes == 100 * FRAME_BYTES
+    assert s1["s2"].rate_bps == 1e9 and s1["s2"].burst_bytes == 125000 and s1["s2"].jobs == 3
+    s2 = egress_config(plan, plan.interfaces["s2"][0], "vq")
+    assert s2.mark_bytes == 20 * FRAME_BYTES and s2.tracker == "vq"
+    host = egress_config(plan, plan.interfaces["h1"][0], "backlog")
+    assert host.mark_bytes is None  # hosts never mark
+
+
+# -- real runs: ECN marking and queue telemetry (root, slow) ---------------------------------
+
+def _run(raw: dict, tmp_path, name: str):
+    import json
+
+    from mn_harness.runner import run_experiment
+
+    results = run_experiment(Experiment.from_dict(raw, name), out_root=tmp_path, log=lambda *_: None)
+    return results, json.loads((results / "summary.json").read_text())
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_demo_with_dctcp_writes_queue_csv_like_bmv2_with_marks_drops_and_the_plot(tmp_path):
+    import csv
+
+    from mn_harness.report.markdown import report_run
+    from mn_harness.results.schema import queue_columns
+
+    raw = small_demo()
+    for job in raw["jobs"]:
+        job["cc"] = "dctcp"
+    results, summary = _run(raw, tmp_path, "demo-dctcp")
+    assert summary["status"] == "completed" and summary["ecn"]["method"] == "bpf-backlog"
+    with open(results / "queue.csv") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == queue_columns(["job1", "job2"])  # BMv2's columns + drops
+        rows = list(reader)
+    ports = {(r["switch"], r["port"]) for r in rows}
+    assert ports == {("s1", "1"), ("s1", "2"), ("s1", "3"), ("s2", "1"), ("s2", "2"), ("s2", "3")}
+    assert all(r["drops"] != "" for r in rows)
+    bottleneck = summary["queue"]["s1:3"]
+    print(f"\ns1->s2: {bottleneck}; marks per job {summary['ecn_marks']}; {summary['telemetry']}")
+    assert bottleneck["link"] == "s1->s2" and bottleneck["max_depth"] > 0
+    assert bottleneck["marks"] == sum(int(r["marks"]) for r in rows if (r["switch"], r["port"]) == ("s1", "3"))
+    assert bottleneck["drops"] == sum(int(r["drops"]) for r in rows if (r["switch"], r["port"]) == ("s1", "3"))
+    assert summary["ecn_marks"]["job1"] > 0 and summary["ecn_marks"]["job2"] > 0
+    assert summary["telemetry"]["samples_per_s"] >= 50  # the rate itself: bench/ecn.py
+    assert summary["ecn"]["thresholds"]["s1:3"] == "20 packets"
+    report_run(results, plots=True)
+    assert (results / "plots" / "queue.png").stat().st_size > 1000
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_not_ect_cubic_is_never_marked_unless_tcp_ecn_is_on(tmp_path):
+    _, plain = _run(small_demo(), tmp_path / "auto", "demo-cubic")
+    _, ecn = _run({**small_demo(), "run": {**small_demo()["run"], "tcp_ecn": True}}, tmp_path / "ecn",
+                  "demo-cubic-ecn")
+    print(f"\ncubic: marks {plain['ecn_marks']}, drops {plain['queue']['s1:3']['drops']}; "
+          f"cubic + tcp_ecn: marks {ecn['ecn_marks']}")
+    assert plain["ecn_marks"] == {"job1": 0, "job2": 0} and plain["queue"]["s1:3"]["marks"] == 0
+    assert ecn["ecn_marks"]["job1"] > 0 and ecn["ecn_marks"]["job2"] > 0
