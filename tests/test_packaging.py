@@ -34,7 +34,8 @@ def test_wheel_in_a_fresh_venv_validates_the_demo_outside_the_checkout(tmp_path)
                             "mn_harness.cc.build as b, mn_harness.dataplane.egress.build as e; "
                             "print(mn_harness.__file__); "
                             "print(sorted(x.name for x in p.PROGRAMS_DIR.rglob('*.p4'))); "
-                            "print(sorted(x.name for x in b.BPF_DIR.iterdir()) + [e.SOURCE.name] * e.SOURCE.is_file())"],
+                            "print(sorted(x.name for x in b.BPF_DIR.iterdir())"
+                            " + [e.SOURCE.name] * e.SOURCE.is_file())"],
                            cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     path, programs, bpf = where.stdout.splitlines()
