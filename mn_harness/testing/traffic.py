@@ -94,8 +94,9 @@ def tcp_send(host: str, port: int, cc: str, seconds: float) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    modes: dict[str, tuple[Callable[..., dict], tuple[type, ...]]] = {"udp-recv": (udp_recv, (int, float)), "udp-send": (udp_send, (str, int, int, int)),
-             "tcp-recv": (tcp_recv, (int, str)), "tcp-send": (tcp_send, (str, int, str, float))}
+    modes: dict[str, tuple[Callable[..., dict], tuple[type, ...]]] = {
+        "udp-recv": (udp_recv, (int, float)), "udp-send": (udp_send, (str, int, int, int)),
+        "tcp-recv": (tcp_recv, (int, str)), "tcp-send": (tcp_send, (str, int, str, float))}
     if not argv or argv[0] not in modes or len(argv) - 1 != len(modes[argv[0]][1]):
         print(__doc__, file=sys.stderr)
         return 2
