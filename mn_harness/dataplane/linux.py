@@ -76,11 +76,18 @@ def router_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
     return out + route_commands(plan, router)
 
 
+NO_LIMIT_BYTES = 2**32 - 1
+
+
 def egress_config(plan: NetworkPlan, intf: Interface, tracker: str, compare: bool = False) -> EgressConfig:
-    """The program one port gets: its threshold (hosts: none), its FIFO limit, its HTB."""
+    """The program one port gets: its threshold (hosts: none), its FIFO limit, its HTB. A link
+    with `delay` has netem as its leaf, which limits packets, not bytes, and also holds the
+    packets it delays: there drops are not predicted (NO_LIMIT_BYTES) and the depth includes
+    the delay line (docs/ecn.md)."""
     link = intf.link
+    limit = NO_LIMIT_BYTES if link.delay_s > 0 else fifo_limit_bytes(link.queue_packets)
     return EgressConfig(mark_bytes=port_threshold(plan, intf).threshold_bytes(),
-                        limit_bytes=fifo_limit_bytes(link.queue_packets), rate_bps=link.bw_bps,
+                        limit_bytes=limit, rate_bps=link.bw_bps,
                         burst_bytes=htb_burst_bytes(link.bw_bps),
                         jobs=len(plan.experiment.jobs) + 1, tracker=tracker, compare=compare)
 
@@ -150,7 +157,7 @@ class LinuxDataplane(Dataplane):
         demand = ecn_demand(plan.experiment)
         if marking and demand:
             raise DataplaneError(f"ECN marking unavailable ({demand}): {self.support.reason}; "
-                                 "see docs/troubleshooting.md#ecn")
+                                 "see docs/troubleshooting.md#dctcp-ecn")
         if marking:
             self.log("ecn: no marking on this kernel; no job needs it")
 
@@ -196,7 +203,8 @@ class LinuxDataplane(Dataplane):
         if self.plan is None:
             return
         self.stop_telemetry()
-        ports = [SampledPort(i.node, i.port, link_label(i), self.programs[(i.node, i.name)])
+        ports = [SampledPort(i.node, i.port, link_label(i), self.programs[(i.node, i.name)],
+                             drops_known=i.link.delay_s == 0)
                  for i in monitored_interfaces(self.plan) if (i.node, i.name) in self.programs]
         if not ports:
             return

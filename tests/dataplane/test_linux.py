@@ -52,6 +52,9 @@ def test_every_switch_port_gets_its_egress_program_config():
     assert s2.mark_bytes == 20 * FRAME_BYTES and s2.tracker == "vq"
     host = egress_config(plan, plan.interfaces["h1"][0], "backlog")
     assert host.mark_bytes is None  # hosts never mark
+    raw["links"][2]["delay"] = "1ms"  # netem leaf: limits packets and holds the delay line
+    plan = NetworkPlan(Experiment.from_dict(raw, "demo"))
+    assert egress_config(plan, plan.interfaces["s1"][2], "backlog").limit_bytes == 2**32 - 1
 
 
 # -- real runs: ECN marking and queue telemetry (root, slow) ---------------------------------
@@ -107,3 +110,61 @@ def test_not_ect_cubic_is_never_marked_unless_tcp_ecn_is_on(tmp_path):
           f"cubic + tcp_ecn: marks {ecn['ecn_marks']}")
     assert plain["ecn_marks"] == {"job1": 0, "job2": 0} and plain["queue"]["s1:3"]["marks"] == 0
     assert ecn["ecn_marks"]["job1"] > 0 and ecn["ecn_marks"]["job2"] > 0
+
+
+def _red_in_this_kernel() -> bool:
+    """Whether sch_red exists here: tried on the loopback of a throwaway namespace."""
+    import subprocess
+
+    proc = subprocess.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "red", "limit", "100000",
+                           "min", "3000", "max", "4500", "avpkt", "1500", "burst", "3", "probability",
+                           "1.0", "bandwidth", "1gbit", "ecn"], capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+@pytest.fixture
+def tc_without_libbpf(tmp_path, monkeypatch):
+    """A `tc` first on PATH that is the real one but says it was built without libbpf (as on a
+    system whose iproute2 cannot load BTF-defined BPF objects)."""
+    import shutil
+
+    real = shutil.which("tc")
+    wrapper = tmp_path / "bin" / "tc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = "-V" ] && {{ echo "tc utility, iproute2-6.1.0"; exit 0; }}\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{__import__('os').environ['PATH']}")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_without_tc_bpf_red_marks_where_the_kernel_has_it_else_one_line(tmp_path, tc_without_libbpf):
+    import subprocess
+    import sys
+
+    import yaml
+
+    red = _red_in_this_kernel()
+    raw = small_demo(iterations=2)
+    for job in raw["jobs"]:
+        job["cc"] = "dctcp"
+    config = tmp_path / "dctcp.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    proc = subprocess.run([sys.executable, "-m", "mn_harness.cli", "run", str(config), "--out", str(tmp_path),
+                           "--no-plots"], capture_output=True, text=True, timeout=300)
+    if red:
+        assert proc.returncode == 0, proc.stderr
+        assert "marking with RED instead" in proc.stdout
+    else:
+        assert proc.returncode == 1
+        assert proc.stderr.strip().splitlines() == [
+            "mn-harness: ECN marking unavailable (job job1 uses dctcp): tc (iproute2) was built without "
+            "libbpf and cannot load the program (`tc -V` names no libbpf): install a distribution "
+            "iproute2 >= 5.18; and no sch_red (RED) qdisc; see docs/troubleshooting.md#dctcp-ecn"]
+    # nothing needs marks: the run goes on and says how it marked
+    _, summary = _run(small_demo(iterations=2), tmp_path / "cubic", "demo-cubic")
+    assert summary["status"] == "completed"
+    assert summary["ecn"]["method"].startswith("red (tc (iproute2) was built without libbpf" if red
+                                               else "none (tc (iproute2) was built without libbpf")
+    assert "telemetry" in summary and summary["telemetry"]["error"].startswith("no queue telemetry: ")

@@ -18,6 +18,7 @@ class SampledPort:
     port: int
     link: str             # e.g. s1->s2
     program: EgressProgram
+    drops_known: bool = True  # False behind netem (it limits packets): drops not counted
     last: Counters | None = None
 
 
@@ -42,5 +43,5 @@ class EgressSampler:
             marks = {name: iv.job_marks[i + 1] for i, name in enumerate(self.job_names)
                      if i + 1 < len(iv.job_marks)}
             out.append(QueueSample(p.switch, p.port, p.link, iv.depth, round(iv.depth_max, 2),
-                                   iv.frames, iv.marks, iv.drops, jobs, marks))
+                                   iv.frames, iv.marks, iv.drops if p.drops_known else None, jobs, marks))
         return out
