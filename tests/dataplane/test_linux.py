@@ -168,3 +168,46 @@ def test_without_tc_bpf_red_marks_where_the_kernel_has_it_else_one_line(tmp_path
     assert summary["ecn"]["method"].startswith("red (tc (iproute2) was built without libbpf" if red
                                                else "none (tc (iproute2) was built without libbpf")
     assert "telemetry" in summary and summary["telemetry"]["error"].startswith("no queue telemetry: ")
+
+
+def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
+    """One bulk TCP flow h1 -2 Gbit/s- s1 -1 Gbit/s- h2 (100-frame queue, K = 20) with `cc` on
+    both ends; the summary of s1's port towards h2 as queue.csv sampled it."""
+    import time
+
+    from mn_harness.cc.manager import CongestionControlManager
+    from mn_harness.cc.spec import CCSpec
+    from mn_harness.testing.linux_testbed import in_host, linux_network, traffic_result
+
+    raw = {"hosts": ["h1", "h2"], "switches": ["s1"],
+           "links": [{"endpoints": ["h1", "s1"], "bw": "2Gbit", "queue": 1000},
+                     {"endpoints": ["s1", "h2"], "bw": "1Gbit", "queue": 100, "ecn_threshold": 20}],
+           "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
+                     "compute": "10ms", "iterations": 1}],
+           "run": {"dataplane": "linux"}}
+    with CongestionControlManager(tmp_path / "cc", log=lambda *_: None) as ccm:
+        spec = CCSpec.from_dict(cc, "cc")
+        ccm.prepare([spec])
+        name = ccm.kernel_name(spec)
+        with linux_network(raw) as (network, plan, dataplane):
+            rx = in_host(network, "h2", "tcp-recv", "9004", name)
+            assert rx.stdout.readline()
+            dataplane.start_telemetry(tmp_path, time.monotonic())
+            tx = in_host(network, "h1", "tcp-send", plan.host_ip["h2"], "9004", name, str(seconds))
+            sent = traffic_result(tx)
+            traffic_result(rx)
+            summary = dataplane.stop_telemetry()
+    port = summary["queue"]["s1:2"]
+    print(f"\n{cc}: {sent['bytes'] * 8 / sent['seconds'] / 1e9:.3f} Gbit/s, s1->h2 {port}")
+    return port
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_path):
+    dctcp = _bulk_flow_queue("dctcp", tmp_path / "dctcp")
+    cubic = _bulk_flow_queue("cubic", tmp_path / "cubic")
+    assert dctcp["marks"] > 0 and abs(dctcp["mean_depth"] - 20) <= 5
+    # cubic's packets are not-ECT: never marked, dropped once the 100-frame FIFO is full
+    assert cubic["marks"] == 0 and cubic["drops"] > 0 and cubic["max_depth"] >= 90
+    assert cubic["mean_depth"] >= 2 * dctcp["mean_depth"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from mn_harness.bpf.errors import BpfError
@@ -48,6 +49,8 @@ class EgressProgram:
         self.prog_id: int | None = None
         self.maps: dict[str, BpfMap] = {}
         self.epoch = 0
+        self._read: Callable[[], bytes] | None = None
+        self._set_epoch: Callable[[bytes], None] | None = None
 
     def attach(self) -> None:
         """clsact + the filter; DataplaneError (one line) when the kernel or tc refuse."""
@@ -89,18 +92,24 @@ class EgressProgram:
     def read(self) -> Counters:
         """Close the current epoch and read the counters (epoch `self.epoch - 1` is the one
         just closed: its maximum is the interval's)."""
+        if self._read is None:
+            self._read = self.maps["mnh_cnt"].reader(_ZERO_KEY)
+            self._set_epoch = self.maps["mnh_ctl"].writer(_ZERO_KEY, 8)
         self.epoch += 1
-        self.maps["mnh_ctl"].update(_ZERO_KEY, struct.pack("<Q", self.epoch))
+        assert self._set_epoch is not None
+        try:
+            self._set_epoch(struct.pack("<Q", self.epoch))
+            raw = self._read()
+        except BpfError as exc:
+            raise DataplaneError(f"{self.where}: reading the queue counters failed: {exc}") from None
         cnt = self.maps["mnh_cnt"]
-        raw = cnt.lookup(_ZERO_KEY)
-        if raw is None:
-            raise DataplaneError(f"{self.where}: counters vanished")
         return Counters.decode(raw, cnt.ncpus, cnt.stride, self.jobs)
 
     def close_maps(self) -> None:
         for m in self.maps.values():
             m.close()
         self.maps.clear()
+        self._read = self._set_epoch = None
 
     def detach(self) -> None:
         """Remove filter and clsact (best effort: a vanished namespace took them already)."""
