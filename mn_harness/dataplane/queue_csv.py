@@ -79,7 +79,12 @@ class QueueCollector(threading.Thread):
         return out
 
     def run(self) -> None:
-        with open(self.path, "w", newline="") as fh:
+        try:
+            fh = open(self.path, "w", newline="")
+        except OSError as exc:
+            self.error = f"cannot write {self.path}: {exc.strerror}"
+            return
+        with fh:
             writer = csv.writer(fh)
             writer.writerow(queue_columns(self.job_names))
             try:

@@ -8,7 +8,8 @@
                                     carrying its sequence number
     tcp-recv PORT CC                one connection, congestion control CC set on the listening
                                     socket (DCTCP's ECN handshake needs it there); {"bytes"}
-    tcp-send HOST PORT CC SECONDS   a bulk flow for SECONDS; {"bytes", "seconds"}
+    tcp-send HOST PORT CC SECONDS   a bulk flow for SECONDS; {"bytes", "seconds", "ecn": whether
+                                    the connection negotiated ECN (tcpi_options)}
 
 Why not iperf3: it cannot set the congestion control of the listening socket, so a DCTCP client
 would get no ECN (the kernel refuses ECN on an ECT SYN unless the listener's CC needs it), and
@@ -26,6 +27,7 @@ from collections.abc import Callable
 PAYLOAD = 1472  # + 8 UDP + 20 IPv4 + 14 Ethernet = 1514
 ECN_MASK = 3
 CE = 3
+TCPI_OPT_ECN = 8  # tcp_info.tcpi_options: ECN was negotiated on the connection
 
 
 def udp_recv(port: int, idle_s: float) -> dict:
@@ -89,8 +91,10 @@ def tcp_send(host: str, port: int, cc: str, seconds: float) -> dict:
     total = 0
     while time.monotonic() < end:
         total += sock.send(buf)
+    seconds = time.monotonic() - start
+    options = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[5]  # struct tcp_info
     sock.close()
-    return {"bytes": total, "seconds": time.monotonic() - start}
+    return {"bytes": total, "seconds": seconds, "ecn": bool(options & TCPI_OPT_ECN)}
 
 
 def main(argv: list[str]) -> int:

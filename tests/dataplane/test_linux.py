@@ -192,14 +192,15 @@ def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
         with linux_network(raw) as (network, plan, dataplane):
             rx = in_host(network, "h2", "tcp-recv", "9004", name)
             assert rx.stdout.readline()
+            tmp_path.mkdir(parents=True, exist_ok=True)
             dataplane.start_telemetry(tmp_path, time.monotonic())
             tx = in_host(network, "h1", "tcp-send", plan.host_ip["h2"], "9004", name, str(seconds))
             sent = traffic_result(tx)
             traffic_result(rx)
             summary = dataplane.stop_telemetry()
     port = summary["queue"]["s1:2"]
-    print(f"\n{cc}: {sent['bytes'] * 8 / sent['seconds'] / 1e9:.3f} Gbit/s, s1->h2 {port}")
-    return port
+    print(f"\n{cc}: {sent['bytes'] * 8 / sent['seconds'] / 1e9:.3f} Gbit/s, ECN {sent['ecn']}, s1->h2 {port}")
+    return {**port, "ecn": sent["ecn"]}
 
 
 @pytest.mark.root
@@ -207,6 +208,8 @@ def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
 def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_path):
     dctcp = _bulk_flow_queue("dctcp", tmp_path / "dctcp")
     cubic = _bulk_flow_queue("cubic", tmp_path / "cubic")
+    # hosts keep tcp_ecn at the kernel default: DCTCP's TCP_CONG_NEEDS_ECN negotiates by itself
+    assert dctcp["ecn"] and not cubic["ecn"]
     assert dctcp["marks"] > 0 and abs(dctcp["mean_depth"] - 20) <= 5
     # cubic's packets are not-ECT: never marked, dropped once the 100-frame FIFO is full
     assert cubic["marks"] == 0 and cubic["drops"] > 0 and cubic["max_depth"] >= 90

@@ -71,3 +71,10 @@ def test_sample_rate_from_the_environment(monkeypatch):
     assert sample_hz_from_env("MN_HARNESS_BMV2_SAMPLE_HZ") == 250.0
     monkeypatch.setenv("MN_HARNESS_BMV2_SAMPLE_HZ", "60")
     assert sample_hz_from_env("MN_HARNESS_BMV2_SAMPLE_HZ") == 60.0
+
+
+def test_an_unwritable_file_is_an_error_in_the_summary(tmp_path):
+    c = QueueCollector(tmp_path / "missing" / "queue.csv", ["a"], Source(), time.monotonic(), 100)
+    c.start()
+    c.stop()
+    assert c.summary()["telemetry"]["error"].startswith("cannot write ")
