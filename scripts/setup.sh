@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 
-packages=(mininet iperf3 bridge-utils iproute2 iputils-ping ethtool procps psmisc kmod make
+packages=(mininet iperf3 bridge-utils iproute2 iputils-ping ethtool procps psmisc kmod make tcpdump
           clang llvm libbpf-dev python3-venv python3-dev python3-pip)
 # bpftool: its own package on Debian 12 and Ubuntu >= 24.04, part of linux-tools on older Ubuntu
 if apt-cache show bpftool >/dev/null 2>&1; then packages+=(bpftool); else packages+=(linux-tools-common "linux-tools-$(uname -r)"); fi

@@ -130,7 +130,10 @@ class JobLauncher:
             done[job.name] = min(count_lines(w.spec.iterations_path) for w in ranks)
         return done
 
-    def wait(self, timeout_s: float, report_every_s: float = 2.0) -> None:
+    def wait(self, timeout_s: float, report_every_s: float = 2.0,
+             on_tick: Callable[[], None] | None = None) -> None:
+        """Until every worker has exited 0 (JobError when one dies or the run times out);
+        `on_tick` is called at every poll (the session's per-iteration callbacks)."""
         deadline = time.monotonic() + timeout_s
         last_report = 0.0
         totals = {j.name: j.iterations for j in self.experiment.jobs}
@@ -149,13 +152,16 @@ class JobLauncher:
             if now - last_report >= report_every_s:
                 self.log(self._progress_line(totals))
                 last_report = now
+            if on_tick is not None:
+                on_tick()
             time.sleep(0.2)
 
     def _progress_line(self, totals: dict[str, int]) -> str:
         done = self.progress()
         elapsed = time.monotonic() - (self.t0 or time.monotonic())
         parts = "  ".join(f"{job} {done[job]}/{totals[job]}" for job in totals)
-        return f"[{elapsed:6.1f}s] {parts}"
+        eta = eta_s(done, totals, elapsed)
+        return f"[{elapsed:6.1f}s] {parts}" + (f"  ETA {format_eta(eta)}" if eta is not None else "")
 
     def default_timeout(self) -> float:
         """Generous: 5x the ideal run time of the slowest job, plus a margin."""
@@ -188,6 +194,19 @@ class JobLauncher:
                         stream.close()
                     except OSError:
                         pass
+
+
+def eta_s(done: dict[str, int], totals: dict[str, int], elapsed_s: float) -> float | None:
+    """Seconds until the slowest job is done, at each job's pace so far; None before every
+    job has finished an iteration (no pace yet)."""
+    if elapsed_s <= 0 or any(done.get(job, 0) <= 0 for job in totals):
+        return None
+    return max((totals[job] - done[job]) * elapsed_s / done[job] for job in totals)
+
+
+def format_eta(seconds: float) -> str:
+    whole = max(0, int(round(seconds)))
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
 
 
 def _signal(pid: int, sig: int) -> None:
