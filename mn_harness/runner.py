@@ -41,10 +41,11 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
 
 
 def _run_with_isolated_baselines(experiment: Experiment, out_root, log, after_run, options: dict) -> Path:
+    say = log if log is not None else (lambda *_: None)
     baselines: dict[str, float | None] = {}
     alone_root = Path(out_root or experiment.run.output_dir) / f"{experiment.name}-isolated"
     for job in experiment.jobs:
-        log(f"isolated baseline: {job.name} alone")
+        say(f"isolated baseline: {job.name} alone")
         alone = experiment.with_jobs([replace(job, start_offset_s=0.0)]).with_run(isolated=False)
         alone_dir = run_experiment(alone, out_root=alone_root, log=lambda *_: None)
         summary = json.loads((alone_dir / "summary.json").read_text())

@@ -95,7 +95,8 @@ class Session:
                  on_network_up: Hook | None = None, on_jobs_started: Hook | None = None,
                  on_iteration: IterationHook | None = None,
                  after_results: Iterable[Callable[[Path], None]] = (),
-                 config: Experiment | None = None, argv: Sequence[str] | None = None):
+                 config: Experiment | None = None, argv: Sequence[str] | None = None,
+                 label: str | None = None):
         if cli is not None and cli not in CLI_MODES:
             raise UsageError(f"--cli: expected {' or '.join(CLI_MODES)}, got {cli!r}")
         self.experiment = experiment
@@ -111,6 +112,7 @@ class Session:
         self.after_results = list(after_results)
         self._config = config or experiment  # what config.yaml says (the isolated wrapper's own)
         self._argv = argv
+        self.label = label  # summary.json `label`: what results.load() groups the run by
         self.results_dir: Path | None = None
         self.network: EmulatedNetwork | None = None
         self.launcher: JobLauncher | None = None
@@ -324,6 +326,8 @@ class Session:
         self.state.remove()
         if self.link_changes:
             self.extra["link_changes"] = self.link_changes
+        if self.label is not None:
+            self.extra["label"] = self.label
         self.log(f"status: {self.status}")
         self.extra["provenance"] = provenance.finish(self.provenance)
         try:

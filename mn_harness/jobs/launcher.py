@@ -24,6 +24,7 @@ from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
 from mn_harness.jobs.specs import worker_specs, worker_stem
 from mn_harness.network.emulated import EmulatedNetwork
+from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
 
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
@@ -160,7 +161,7 @@ class JobLauncher:
         done = self.progress()
         elapsed = time.monotonic() - (self.t0 or time.monotonic())
         parts = "  ".join(f"{job} {done[job]}/{totals[job]}" for job in totals)
-        eta = eta_s(done, totals, elapsed)
+        eta = run_eta_s(done, totals, elapsed)
         return f"[{elapsed:6.1f}s] {parts}" + (f"  ETA {format_eta(eta)}" if eta is not None else "")
 
     def default_timeout(self) -> float:
@@ -194,19 +195,6 @@ class JobLauncher:
                         stream.close()
                     except OSError:
                         pass
-
-
-def eta_s(done: dict[str, int], totals: dict[str, int], elapsed_s: float) -> float | None:
-    """Seconds until the slowest job is done, at each job's pace so far; None before every
-    job has finished an iteration (no pace yet)."""
-    if elapsed_s <= 0 or any(done.get(job, 0) <= 0 for job in totals):
-        return None
-    return max((totals[job] - done[job]) * elapsed_s / done[job] for job in totals)
-
-
-def format_eta(seconds: float) -> str:
-    whole = max(0, int(round(seconds)))
-    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
 
 
 def _signal(pid: int, sig: int) -> None:
