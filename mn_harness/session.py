@@ -77,7 +77,8 @@ def terminate_as_interrupt():
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
-    root = make_dirs(Path(out_root or experiment.run.output_dir))
+    # absolute: workers run with their raw/ folder as cwd and are handed paths under it
+    root = make_dirs(Path(out_root or experiment.run.output_dir)).absolute()
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = root / f"{experiment.name}-{stamp}"
     suffix = 1
