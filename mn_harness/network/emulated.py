@@ -108,6 +108,13 @@ class EmulatedNetwork:
             self.dataplane.stop()
         finally:
             net, self.net = self.net, None
+            for node in self.nodes.values():
+                shell = getattr(node, "shell", None)
+                if shell is not None and shell.poll() is not None:
+                    # a shell that exited (`h1 exit` typed in the Mininet CLI) answers no command:
+                    # Mininet's interface deletion would wait for it forever; its namespace, and
+                    # the veth ends in it, are gone already
+                    node.cmd = lambda *args, **kwargs: ""
             try:
                 net.stop()
             finally:
