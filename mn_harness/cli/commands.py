@@ -113,9 +113,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     results_dir = Path(args.results_dir)
+    window = parse_window(args.window)
     if not (results_dir / "summary.json").is_file():
         raise ConfigError(str(results_dir), "no summary.json (not a results folder)")
-    print_report(results_dir, plots=not args.no_plots, window=parse_window(args.window))
+    print_report(results_dir, plots=not args.no_plots, window=window)
     return 0
 
 
