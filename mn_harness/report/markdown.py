@@ -155,7 +155,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         lines += ["", "## Data problems", ""]
         lines += [f"- {n}" for n in metrics.notes]
     if plots:
-        lines += ["", "## Plots"]
+        lines += ["", "## Plots", "", "Each plot is also in `plots/` as PDF (same name)."]
         for name, path in plots.items():
             rel = path.relative_to(run.results_dir).as_posix()
             caption = PLOT_CAPTIONS.get(name, name)
