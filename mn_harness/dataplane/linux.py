@@ -47,6 +47,7 @@ from mn_harness.network.shaping import (
     fifo_limit_bytes,
     htb_burst_bytes,
     queue_stats,
+    rate_change_commands,
     red_leaf_argv,
     shape_egress,
 )
@@ -225,6 +226,14 @@ class LinuxDataplane(Dataplane):
         if self.plan is not None and self.support is not None:
             out["ecn"] = ecn_summary(self.plan, self.support.describe())
         return out
+
+    def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
+        for argv in rate_change_commands(intf.name, bw_bps):
+            run_in(node.pid, argv)
+        if (intf.node, intf.name) in self.programs and self.support is not None \
+                and self.support.tracker == "vq":  # the backlog tracker follows the HTB by itself
+            self.log(f"ecn: {link_label(intf)}: the virtual queue still drains at the old rate "
+                     "(compiled in); its depth and marks are off until the run ends")
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         stats = {}
