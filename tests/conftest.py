@@ -2,14 +2,28 @@
 `bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN.
 
 A test that cannot run here is skipped with the reason, never silently passed. The `topologies`
-fixture finds the shipped topology files from any test directory."""
+fixture finds the shipped topology files from any test directory.
+
+SIGTERM (`timeout`, `kill`) is turned into KeyboardInterrupt, as Ctrl-C is, so an interrupted
+real-run test still runs its `finally` blocks and fixture teardowns: namespaces, egress
+programs and BPF congestion controls are removed, not left behind."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from mn_harness.p4.toolchain import find_toolchain
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -59,6 +59,17 @@ def test_every_switch_port_gets_its_egress_program_config():
 
 # -- real runs: ECN marking and queue telemetry (root, slow) ---------------------------------
 
+def overlapping_demo(cc: str = "cubic", **run) -> dict:
+    """The demo with both jobs starting together and communication longer than compute (8 MB,
+    ~64 ms at 1 Gbit/s, vs 30 ms), so their flows share s1->s2 and its queue builds (the demo's
+    20 ms offset with 2 MB iterations would let them take turns and never queue)."""
+    raw = small_demo(iterations=4, bytes_per_iteration="8MB", compute="30ms")
+    for job in raw["jobs"]:
+        job.update(cc=cc, start_offset="0ms")
+    raw["run"].update(run)
+    return raw
+
+
 def _run(raw: dict, tmp_path, name: str):
     import json
 
@@ -70,16 +81,14 @@ def _run(raw: dict, tmp_path, name: str):
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_demo_with_dctcp_writes_queue_csv_like_bmv2_with_marks_drops_and_the_plot(tmp_path):
+@pytest.mark.parametrize("cc", ["dctcp", "mltcp-dctcp"])
+def test_ecn_ccs_are_marked_at_the_linux_bottleneck_and_queue_csv_is_like_bmv2s(cc, tmp_path):
     import csv
 
     from mn_harness.report.markdown import report_run
     from mn_harness.results.schema import queue_columns
 
-    raw = small_demo()
-    for job in raw["jobs"]:
-        job["cc"] = "dctcp"
-    results, summary = _run(raw, tmp_path, "demo-dctcp")
+    results, summary = _run(overlapping_demo(cc), tmp_path, f"demo-{cc}")
     assert summary["status"] == "completed" and summary["ecn"]["method"] == "bpf-backlog"
     with open(results / "queue.csv") as fh:
         reader = csv.DictReader(fh)
@@ -96,6 +105,9 @@ def test_demo_with_dctcp_writes_queue_csv_like_bmv2_with_marks_drops_and_the_plo
     assert summary["ecn_marks"]["job1"] > 0 and summary["ecn_marks"]["job2"] > 0
     assert summary["telemetry"]["samples_per_s"] >= 50  # the rate itself: bench/ecn.py
     assert summary["ecn"]["thresholds"]["s1:3"] == "20 packets"
+    # a time series: many intervals of the bottleneck, times increasing
+    times = [float(r["t"]) for r in rows if (r["switch"], r["port"]) == ("s1", "3")]
+    assert len(times) >= 20 and times == sorted(times)
     report_run(results, plots=True)
     assert (results / "plots" / "queue.png").stat().st_size > 1000
 
@@ -103,11 +115,11 @@ def test_demo_with_dctcp_writes_queue_csv_like_bmv2_with_marks_drops_and_the_plo
 @pytest.mark.root
 @pytest.mark.slow
 def test_not_ect_cubic_is_never_marked_unless_tcp_ecn_is_on(tmp_path):
-    _, plain = _run(small_demo(), tmp_path / "auto", "demo-cubic")
-    _, ecn = _run({**small_demo(), "run": {**small_demo()["run"], "tcp_ecn": True}}, tmp_path / "ecn",
-                  "demo-cubic-ecn")
-    print(f"\ncubic: marks {plain['ecn_marks']}, drops {plain['queue']['s1:3']['drops']}; "
-          f"cubic + tcp_ecn: marks {ecn['ecn_marks']}")
+    _, plain = _run(overlapping_demo(), tmp_path / "auto", "demo-cubic")
+    _, ecn = _run(overlapping_demo(tcp_ecn=True), tmp_path / "ecn", "demo-cubic-ecn")
+    print(f"\ncubic: marks {plain['ecn_marks']}, s1->s2 {plain['queue']['s1:3']}; "
+          f"cubic + tcp_ecn: marks {ecn['ecn_marks']}, s1->s2 {ecn['queue']['s1:3']}")
+    assert plain["queue"]["s1:3"]["max_depth"] > 20  # it queued above the threshold, unmarked
     assert plain["ecn_marks"] == {"job1": 0, "job2": 0} and plain["queue"]["s1:3"]["marks"] == 0
     assert ecn["ecn_marks"]["job1"] > 0 and ecn["ecn_marks"]["job2"] > 0
 
@@ -170,13 +182,35 @@ def test_without_tc_bpf_red_marks_where_the_kernel_has_it_else_one_line(tmp_path
     assert "telemetry" in summary and summary["telemetry"]["error"].startswith("no queue telemetry: ")
 
 
-def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
-    """One bulk TCP flow h1 -2 Gbit/s- s1 -1 Gbit/s- h2 (100-frame queue, K = 20) with `cc` on
-    both ends; the summary of s1's port towards h2 as queue.csv sampled it."""
+@pytest.fixture
+def kernel_cc(tmp_path):
+    """`kernel_cc("dctcp")` -> the kernel name to setsockopt; every BPF congestion control it
+    registered is unregistered in the teardown, also when the test fails or is interrupted
+    (Ctrl-C; SIGTERM too, tests/conftest.py), and the teardown checks that none is left."""
+    from mn_harness.cc.manager import CongestionControlManager, available_congestion_controls
+    from mn_harness.cc.spec import CCSpec
+
+    ccm = CongestionControlManager(tmp_path / "cc", log=lambda *_: None)
+    try:
+        def prepare(cc: str) -> str:
+            spec = CCSpec.from_dict(cc, "cc")
+            ccm.prepare([spec])
+            return ccm.kernel_name(spec)
+
+        yield prepare
+    finally:
+        names = ccm.registered_names()
+        ccm.close()
+        assert not set(names) & set(available_congestion_controls()), "a BPF CC is still registered"
+
+
+def _bulk_flow_queue(cc: str, kernel_name: str, tmp_path, seconds: float = 4.0) -> dict:
+    """One bulk TCP flow h1 -2 Gbit/s- s1 -1 Gbit/s- h2 (100-frame queue, K = 20) with the
+    congestion control `kernel_name` on both ends; the summary of s1's port towards h2 as
+    queue.csv sampled it. The network and its traffic processes are torn down by linux_network
+    whatever happens."""
     import time
 
-    from mn_harness.cc.manager import CongestionControlManager
-    from mn_harness.cc.spec import CCSpec
     from mn_harness.testing.linux_testbed import in_host, linux_network, traffic_result
 
     raw = {"hosts": ["h1", "h2"], "switches": ["s1"],
@@ -185,19 +219,15 @@ def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
                      "compute": "10ms", "iterations": 1}],
            "run": {"dataplane": "linux"}}
-    with CongestionControlManager(tmp_path / "cc", log=lambda *_: None) as ccm:
-        spec = CCSpec.from_dict(cc, "cc")
-        ccm.prepare([spec])
-        name = ccm.kernel_name(spec)
-        with linux_network(raw) as (network, plan, dataplane):
-            rx = in_host(network, "h2", "tcp-recv", "9004", name)
-            assert rx.stdout.readline()
-            tmp_path.mkdir(parents=True, exist_ok=True)
-            dataplane.start_telemetry(tmp_path, time.monotonic())
-            tx = in_host(network, "h1", "tcp-send", plan.host_ip["h2"], "9004", name, str(seconds))
-            sent = traffic_result(tx)
-            traffic_result(rx)
-            summary = dataplane.stop_telemetry()
+    with linux_network(raw) as (network, plan, dataplane):
+        rx = in_host(network, "h2", "tcp-recv", "9004", kernel_name)
+        assert rx.stdout.readline()
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        dataplane.start_telemetry(tmp_path, time.monotonic())
+        tx = in_host(network, "h1", "tcp-send", plan.host_ip["h2"], "9004", kernel_name, str(seconds))
+        sent = traffic_result(tx)
+        traffic_result(rx)
+        summary = dataplane.stop_telemetry()
     port = summary["queue"]["s1:2"]
     print(f"\n{cc}: {sent['bytes'] * 8 / sent['seconds'] / 1e9:.3f} Gbit/s, ECN {sent['ecn']}, s1->h2 {port}")
     return {**port, "ecn": sent["ecn"]}
@@ -205,9 +235,9 @@ def _bulk_flow_queue(cc: str, tmp_path, seconds: float = 4.0) -> dict:
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_path):
-    dctcp = _bulk_flow_queue("dctcp", tmp_path / "dctcp")
-    cubic = _bulk_flow_queue("cubic", tmp_path / "cubic")
+def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_path, kernel_cc):
+    dctcp = _bulk_flow_queue("dctcp", kernel_cc("dctcp"), tmp_path / "dctcp")
+    cubic = _bulk_flow_queue("cubic", kernel_cc("cubic"), tmp_path / "cubic")
     # hosts keep tcp_ecn at the kernel default: DCTCP's TCP_CONG_NEEDS_ECN negotiates by itself
     assert dctcp["ecn"] and not cubic["ecn"]
     assert dctcp["marks"] > 0 and abs(dctcp["mean_depth"] - 20) <= 5

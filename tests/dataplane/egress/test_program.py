@@ -22,6 +22,7 @@ pytestmark = pytest.mark.root
 QUEUE = 50
 THRESHOLD = 10
 FLOOD = 400
+FRAME_NS = FRAME_BYTES * 8 / 10e6 * 1e9  # one frame's transmission at the 10 Mbit/s port
 
 
 def two_hosts(threshold=THRESHOLD, queue=QUEUE, **run) -> dict:
@@ -92,7 +93,10 @@ def test_threshold_off_marks_nothing():
 def test_tracked_depth_is_the_qdisc_backlog_under_load():
     """A cubic flow keeps s1's 100-frame queue busy; at 200 moments the tracked depth right after
     the latest packet and the qdisc's backlog (RTM_GETQDISC, what `tc -s qdisc` prints) are read
-    within microseconds; a moment counts when no packet arrived during the read."""
+    within microseconds. The tracked depth is only defined at arrivals, so a moment counts when
+    no packet arrived during the read and the latest arrived less than one frame time (1.2 ms
+    at 10 Mbit/s) before the backlog was read: at most one frame left the queue in between (a
+    sender pausing for 13 ms would otherwise let 11 frames drain from the backlog alone)."""
     with linux_network(two_hosts(queue=100)) as (network, plan, dataplane):
         prog, pid = bottleneck(network, dataplane)
         rx = in_host(network, "h2", "tcp-recv", "9001", "cubic")
@@ -102,13 +106,14 @@ def test_tracked_depth_is_the_qdisc_backlog_under_load():
         pairs = []
         with QdiscStatsReader(pid, "s1-eth2") as qdisc:
             assert qdisc.root().kind == "htb"
-            for _ in range(400):
+            for _ in range(2000):
                 first = prog.read()
                 backlog = qdisc.root().backlog
+                read_ns = time.monotonic_ns()  # the program's clock (bpf_ktime_get_ns)
                 second = prog.read()
-                if first.last_ns == second.last_ns:
+                if first.last_ns == second.last_ns and read_ns - second.last_ns < FRAME_NS:
                     pairs.append((second.last_depth / FRAME_BYTES, backlog / FRAME_BYTES))
-                time.sleep(0.005)
+                time.sleep(0.002)
                 if len(pairs) >= 200:
                     break
         traffic_result(tx)
