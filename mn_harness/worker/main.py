@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 
-from mn_harness.worker import ring, tcpinfo
+from mn_harness.collectives import ring
+from mn_harness.worker import tcpinfo
 from mn_harness.worker.spec import WorkerSpec
 
 BUF_BYTES = 1 << 20
