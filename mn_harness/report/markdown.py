@@ -139,7 +139,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         lines.append("Congestion control: " + ", ".join(f"{j} = `{c}`" for j, c in s.cc.items()))
     lines += ["", "## Jobs", "", markdown_table(JOB_HEADERS, job_rows(metrics)), ""]
     lines.append(
-        f"Iteration time = the slowest rank's t_comm_end − t_start (complete iterations "
+        f"Iteration time = the slowest rank's iteration end − t_start (complete iterations "
         f"only); percentiles by linear interpolation; overlap = mean over contended "
         f"iterations of the fraction of the job's communication time during which a job sharing "
         f"a link also communicated; converged at = first iteration from which overlap stays "
