@@ -52,6 +52,7 @@ from mn_harness.p4.limits import AGG_MAX_WORKERS as MAX_INC_WORKERS
 from mn_harness.p4.limits import AGG_PORT_BASE
 from mn_harness.p4.limits import AGG_VECLEN as VECLEN
 from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
+from mn_harness.worker.program import record
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 HEADER = struct.Struct("!HHIBBBB")
@@ -388,13 +389,10 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "saturated": clipped[spec.rank], "sat_chunks": len(stats["sat_chunks"]),
                 "retransmits": stats["retransmits"],
                 "phases": [
-                    {"phase": 0, "name": "compute", "kind": "compute", "collective": "", "bytes": None,
-                     "t_start": round(t_start - t0, 6), "t_end": round(t_compute_end - t0, 6), "bytes_sent": 0,
-                     "planned_s": spec.means()[0], "delay_s": round(seconds - spec.means()[0], 6)},
-                    {"phase": 1, "name": "inc_allreduce", "kind": "comm", "collective": "inc_allreduce",
-                     "bytes": spec.bytes_per_iteration,
-                     "t_start": round(t_comm_start - t0, 6), "t_end": round(t_comm_end - t0, 6),
-                     "bytes_sent": stats["bytes_sent"], "planned_s": None, "delay_s": None}],
+                    record(0, "compute", "compute", "", None, t_start - t0, t_compute_end - t0,
+                           planned=spec.means()[0], delay=seconds - spec.means()[0]),
+                    record(1, "inc_allreduce", "comm", "inc_allreduce", spec.bytes_per_iteration,
+                           t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],
             }) + "\n")
             it_out.flush()
             tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,

@@ -22,6 +22,16 @@ from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.transport import Transport
 
 
+def record(phase: int, name: str, kind: str, collective: str, nbytes: int | None, t_start: float, t_end: float,
+           sent: int = 0, planned: float | None = None, delay: float | None = None) -> dict[str, Any]:
+    """One phase of an iteration line (times already relative to T0); results.schema.PhaseRow
+    reads it."""
+    return {"phase": phase, "name": name, "kind": kind, "collective": collective, "bytes": nbytes,
+            "t_start": round(t_start, 6), "t_end": round(t_end, 6), "bytes_sent": sent,
+            "planned_s": None if planned is None else round(planned, 6),
+            "delay_s": None if delay is None else round(delay, 6)}
+
+
 def my_peers(spec: WorkerSpec) -> set[int]:
     """Every rank this one exchanges data with in any collective of its program."""
     peers: set[int] = set()
@@ -107,11 +117,9 @@ class IterationRunner:
             last["planned_s"] = round(last["planned_s"] + planned, 6)
             last["delay_s"] = round(last["delay_s"] + slept - planned, 6)
             return
-        records.append({"phase": op["phase"], "name": op["name"], "kind": "compute", "collective": "",
-                        "bytes": None, "t_start": self._t(began), "t_end": self._t(ended), "bytes_sent": 0,
-                        "planned_s": round(planned, 6), "delay_s": round(slept - planned, 6)})
+        records.append(record(op["phase"], op["name"], "compute", "", None, began - self.t0, ended - self.t0,
+                              planned=planned, delay=slept - planned))
 
     def _comm_record(self, op: dict[str, Any], began: float, ended: float, sent: int) -> dict[str, Any]:
-        return {"phase": op["phase"], "name": op["name"], "kind": "comm", "collective": op["collective"],
-                "bytes": op["bytes"], "t_start": self._t(began), "t_end": self._t(ended), "bytes_sent": sent,
-                "planned_s": None, "delay_s": None}
+        return record(op["phase"], op["name"], "comm", op["collective"], op["bytes"], began - self.t0,
+                      ended - self.t0, sent)
