@@ -43,12 +43,15 @@ from mn_harness.runner import run_experiment  # noqa: E402
 TARGET = ("ring_allreduce", "tree_allreduce", "reduce_scatter", "all_gather")
 
 
-def experiment(name: str, nbytes: int, hosts: int, iterations: int, cc: str) -> Experiment:
+PS_SERVERS = {1: ["h2"], 2: ["h2", "h4"]}
+
+
+def experiment(name: str, nbytes: int, hosts: int, iterations: int, cc: str, ps_servers: int = 2) -> Experiment:
     raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
     workers = ["h1", "h3"] if hosts == 2 else ["h1", "h3", "h2", "h4"]
     job: dict = {"name": "job", "iterations": iterations, "cc": cc}
-    if name == "parameter_server":  # as many servers as workers, on the other hosts
-        workers, job["servers"] = ["h1", "h3"], ["h2", "h4"]
+    if name == "parameter_server":  # workers h1 h3; servers on the other hosts
+        workers, job["servers"] = ["h1", "h3"], PS_SERVERS[ps_servers]
     phase: dict = {"collective": name, "bytes": nbytes}
     if name == "pipeline":
         phase.update(micro_batches=8)
@@ -58,18 +61,19 @@ def experiment(name: str, nbytes: int, hosts: int, iterations: int, cc: str) -> 
     return Experiment.from_dict(raw, f"bench-{name}")
 
 
-def sized(name: str, hosts: int, target_s: float, cc: str) -> tuple[Experiment, dict]:
-    probe = experiment(name, 1_000_000, hosts, 1, cc)
+def sized(name: str, hosts: int, target_s: float, cc: str, ps_servers: int) -> tuple[Experiment, dict]:
+    probe = experiment(name, 1_000_000, hosts, 1, cc, ps_servers)
     ideal = phase_summary(probe.jobs[0], NetworkPlan(probe))[1]["ideal_s"]
     per_mb = 8 if name == "pipeline" else 1  # the pipeline's bytes are per micro-batch
     nbytes = int(1_000_000 * target_s / ideal)
-    exp = experiment(name, max(nbytes, 1000 * per_mb), hosts, 1, cc)
+    exp = experiment(name, max(nbytes, 1000 * per_mb), hosts, 1, cc, ps_servers)
     return exp, phase_summary(exp.jobs[0], NetworkPlan(exp))[1]
 
 
-def one_run(name: str, hosts: int, target_s: float, iterations: int, warmup: int, cc: str, out: Path) -> dict:
-    sized_exp, info = sized(name, hosts, target_s, cc)
-    exp = experiment(name, sized_exp.jobs[0].comm_phases[0].bytes, hosts, iterations, cc)
+def one_run(name: str, hosts: int, target_s: float, iterations: int, warmup: int, cc: str, out: Path,
+            ps_servers: int) -> dict:
+    sized_exp, info = sized(name, hosts, target_s, cc, ps_servers)
+    exp = experiment(name, sized_exp.jobs[0].comm_phases[0].bytes, hosts, iterations, cc, ps_servers)
     job = exp.jobs[0]
     phase = job.comm_phases[0]
     rate = min(NetworkPlan(exp).link_bps().values())
@@ -98,6 +102,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--target", type=float, default=0.08, help="ideal collective time, seconds")
     parser.add_argument("--cc", default="cubic")
+    parser.add_argument("--ps-servers", type=int, choices=(1, 2), default=2,
+                        help="parameter servers (on h2, h4) for the two workers h1, h3")
     parser.add_argument("--only", help="comma-separated collectives (default: all)")
     parser.add_argument("--transport", default="", help='transport tunables as JSON, e.g. {"segment_bytes": 0}')
     parser.add_argument("--state", default="/tmp/mn-harness-bench-collectives.json",
@@ -112,16 +118,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             key = f"{name}/{args.hosts}/{args.cc}/{args.target}/{args.transport}"
+            if name == "parameter_server":
+                key += f"/servers{args.ps_servers}"
             runs = state.setdefault(key, [])
             while len(runs) < args.repeat:
                 runs.append(one_run(name, args.hosts, args.target, args.iterations, args.warmup, args.cc,
-                                    Path(tmp)))
+                                    Path(tmp), args.ps_servers))
                 state_path.write_text(json.dumps(state, indent=1))
                 print(f"  {name} run {len(runs)}/{args.repeat}: {runs[-1]['fraction']:.3f} of link rate",
                       flush=True)
-            frac, lo, hi = mean_ci95([r["fraction"] for r in runs[:args.repeat]])
+            frac, _, half = mean_ci95([r["fraction"] for r in runs[:args.repeat]])
             eff = statistics.mean(r["efficiency"] for r in runs[:args.repeat])
-            ci = f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "(n=1)"
+            ci = f"[{frac - half:.3f}, {frac + half:.3f}]" if half is not None else "(n=1)"
             mark = " (target >= 0.85)" if name in TARGET else ""
             print(f"{name:<17} busbw/link {frac:.3f} 95% CI {ci}  bound {runs[0]['bound']:.3f}  "
                   f"measured/ideal time {1 / eff:.3f}  S={runs[0]['bytes']} B  rows "

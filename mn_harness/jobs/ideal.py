@@ -23,6 +23,7 @@ from mn_harness.config import JobConfig
 from mn_harness.config.workload import CommPhase, ComputePhase
 from mn_harness.jobs.program import Op, comm_ops, job_program
 from mn_harness.network.plan import NetworkPlan
+from mn_harness.units import format_duration, format_size
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,19 @@ def phase_summary(job: JobConfig, plan: NetworkPlan) -> list[dict[str, Any]]:
                            busbw_factor=collectives.busbw_factor(phase.collective, _n(phase)))
         out.append(row)
     return out
+
+
+def describe_job(job: JobConfig, plan: NetworkPlan) -> str:
+    """One line for `validate`: the resolved phases and the ideal iteration time."""
+    parts = [f"{p.name} {format_duration(p.compute.mean_s)}" if isinstance(p, ComputePhase)
+             else f"{p.collective} {format_size(p.bytes)}" for p in job.phases]
+    shown = ", ".join(parts[:6]) + (f", ... ({len(parts)} phases)" if len(parts) > 6 else "")
+    extra = f"; {job.model.name}" if job.model else ""
+    if job.scaled:
+        real = format_size(job.scaled.real_bytes_per_iteration)
+        extra += f", scaled from {real} (a = {job.scaled.comm_fraction:.1%})"
+    ideal, _ = ideal_iteration_s(job, plan)
+    return f"{job.name}: {shown}{extra}; ideal iteration {ideal * 1e3:.1f} ms"
 
 
 def _n(phase: CommPhase) -> int:
