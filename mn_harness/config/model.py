@@ -171,10 +171,13 @@ class JobConfig:
     phases: tuple[Phase, ...] = ()  # () = the short form's [compute, collective]
     servers: tuple[str, ...] = ()  # parameter-server hosts: ranks after the workers
     stragglers: tuple[StragglerConfig, ...] = ()
-    model: Preset | None = None
-    scale: ScaleConfig | None = None
-    scaled: ScaledWorkload | None = None  # what the scale rule did (jobs/scaling.py)
-    trace: str | None = None
+    # Where the phases came from (the preset, the scale rule and what it did, the trace file):
+    # recorded, but not part of what the job is — two jobs with the same phases are equal, so
+    # config.yaml, which holds the resolved phases, loads back to the same job.
+    model: Preset | None = field(default=None, compare=False)
+    scale: ScaleConfig | None = field(default=None, compare=False)
+    scaled: ScaledWorkload | None = field(default=None, compare=False)  # jobs/scaling.py
+    trace: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.phases:

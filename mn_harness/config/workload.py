@@ -190,13 +190,25 @@ def parse_phases(raw: Any, path: str, workers: tuple[str, ...], servers: tuple[s
         if not isinstance(item, Mapping) or ("compute" in item) == ("collective" in item):
             raise ConfigError(p, "a phase is a mapping with exactly one of 'compute' or 'collective'")
         if "compute" in item:
-            _keys(item, p, {"compute", "name"})
+            _keys(item, p, {"compute", "name", "waits"})
             spec = ComputeSpec.from_yaml(item["compute"], f"{p}.compute")
-            phases.append(ComputePhase(_name(item, p, "compute"), spec))
+            waits = _waits(item["waits"], f"{p}.waits", phases) if "waits" in item else None
+            phases.append(ComputePhase(_name(item, p, "compute"), spec, waits))
         else:
             phases.append(parse_comm(item, p, workers, servers, phases))
     check_phases(phases, path, servers)
     return tuple(phases)
+
+
+def _waits(raw: Any, path: str, before: Sequence[Phase]) -> tuple[int, ...]:
+    """Indices of earlier communication phases (what a trace's dependencies say)."""
+    if not isinstance(raw, list):
+        raise ConfigError(path, f"expected a list of earlier communication phases' indices, got {raw!r}")
+    for k, index in enumerate(raw):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(before) \
+                or before[index].kind != "comm":
+            raise ConfigError(f"{path}[{k}]", f"{index!r} is not the index of an earlier communication phase")
+    return tuple(raw)
 
 
 def _name(item: Mapping, path: str, default: str) -> str:
@@ -213,7 +225,7 @@ def parse_comm(item: Mapping, p: str, workers: tuple[str, ...], servers: tuple[s
         known = ", ".join(collectives.SCHEDULED)
         why = " (only as the short form's collective)" if collective == collectives.INC else ""
         raise ConfigError(f"{p}.collective", f"unknown collective {collective!r}{why} (known: {known})")
-    allowed = {"collective", "bytes", "name", "participants", "overlap"}
+    allowed = {"collective", "bytes", "name", "participants", "overlap", "blocking"}
     required = ["bytes"]
     if collective == "broadcast":
         allowed.add("root")
@@ -235,9 +247,14 @@ def parse_comm(item: Mapping, p: str, workers: tuple[str, ...], servers: tuple[s
         if not before or before[-1].kind != "compute":
             raise ConfigError(f"{p}.overlap", "overlaps the compute phase before it: put one there")
         overlap = OverlapConfig.from_yaml(item["overlap"], f"{p}.overlap")
-    phase = CommPhase(_name(item, p, collective), collective, nbytes, hosts, overlap=overlap)
+    blocking = item.get("blocking", True)
+    if not isinstance(blocking, bool):
+        raise ConfigError(f"{p}.blocking", f"expected true or false, got {blocking!r}")
+    if not blocking and (overlap or collective == "pipeline"):
+        raise ConfigError(f"{p}.blocking", "only for a plain collective (not with overlap or pipeline)")
+    phase = CommPhase(_name(item, p, collective), collective, nbytes, hosts, overlap=overlap, blocking=blocking)
     if collective == "parameter_server":
-        phase = CommPhase(phase.name, collective, nbytes, hosts + servers, len(servers))
+        phase = CommPhase(phase.name, collective, nbytes, hosts + servers, len(servers), blocking=blocking)
     if collective == "pipeline":
         grad = parse_size(item["grad_bytes"], f"{p}.grad_bytes", allow_zero=True) if "grad_bytes" in item else nbytes
         phase = CommPhase(phase.name, collective, nbytes, hosts,
