@@ -35,7 +35,10 @@ if [ ! -f "$stamp" ]; then
     rm -rf .venv
     /usr/bin/python3 -m venv --system-site-packages .venv
   fi
-  .venv/bin/pip install -q --upgrade pip >/dev/null
+  # the build backend pyproject.toml names (setuptools>=64, and wheel for setuptools < 70.1) in
+  # the venv itself: Ubuntu 22.04's python3-setuptools is 59, and `pip wheel --no-build-isolation`
+  # (tests/test_packaging.py) uses what the venv sees
+  .venv/bin/pip install -q --upgrade pip 'setuptools>=64' wheel >/dev/null
   .venv/bin/pip install -q -e '.[test]'
   rm -f .venv/.installed-*
   touch "$stamp"

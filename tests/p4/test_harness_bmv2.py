@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,13 +27,17 @@ pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 BOTTLENECK = ("s1", "3")  # s1's port towards s2 (ports in link order: h1=1, h2=2, s2=3)
 
 
-def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
+def demo_raw(topologies: Path, cc="cubic", threshold=20, iterations=5) -> dict:
     raw = yaml.safe_load((topologies / "dumbbell-2jobs-bmv2.yaml").read_text())
     raw["switches"] = [{"name": s, "ecn_threshold": threshold} for s in ("s1", "s2")]
     for job in raw["jobs"]:
         job.update(iterations=iterations, cc=cc)
     raw["run"]["dataplane"] = "bmv2"
-    return Experiment.from_dict(raw, "bmv2-demo")
+    return raw
+
+
+def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
+    return Experiment.from_dict(demo_raw(topologies, cc, threshold, iterations), "bmv2-demo")
 
 
 def run(exp: Experiment, tmp_path: Path) -> tuple[Path, dict, list[dict]]:
@@ -98,3 +105,48 @@ def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(topologie
     assert c["max_depth"] >= 80                 # the 100-packet queue fills
     assert d["mean_depth"] <= 30                # near K = 20
     assert d["mean_depth"] < 0.75 * c["mean_depth"]
+
+
+def switch_run_dirs(parents: set[int]) -> set[str]:
+    """The per-run directories (P4Runtime sockets) of the BMv2 switches running now as children
+    of these processes."""
+    ps = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
+    return {m.group(1) for line in ps.splitlines()
+            if int(line.split(None, 1)[0]) in parents and "simple_switch_grpc" in line
+            for m in [re.search(r"unix:(/\S*mn-harness-bmv2-[^/\s]+)/", line)] if m}
+
+
+def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
+    """Two `mn-harness run`s of the BMv2 demo at once, as two users would start them: the same
+    switch names, device ids and Thrift port in both. Each run's switches live in its own
+    namespaces, with their P4Runtime sockets (and a nanomsg build's notifications socket) in the
+    run's own directory, so both complete; their switches were up at the same time."""
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=4)))
+    procs = [subprocess.Popen([sys.executable, "-m", "mn_harness.cli", "run", str(spec), "--no-plots",
+                               "--out", str(tmp_path / f"run{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in (1, 2)]
+    together = 0
+    deadline = time.monotonic() + 300
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        together = max(together, len(switch_run_dirs({p.pid for p in procs})))
+        time.sleep(0.2)
+    outputs = []
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=max(1.0, deadline - time.monotonic()))[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outputs.append(p.communicate()[0])
+    for p, out in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, out[-3000:]
+    assert together == 2, "the two runs' switches were never up at the same time"
+    for i in (1, 2):
+        results = next((tmp_path / f"run{i}").glob("*/summary.json")).parent
+        summary = json.loads((results / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
+        with open(results / "iterations.csv") as fh:
+            assert len(list(csv.DictReader(fh))) == 2 * 2 * 4  # jobs x ranks x iterations
+        assert summary["queue"]["s1:3"]["packets"] > 0
+        no_leftovers(results)
