@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -123,24 +124,28 @@ def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
     run's own directory, so both complete; their switches were up at the same time."""
     spec = tmp_path / "demo.yaml"
     spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=4)))
-    procs = [subprocess.Popen([sys.executable, "-m", "mn_harness.cli", "run", str(spec), "--no-plots",
-                               "--out", str(tmp_path / f"run{i}")],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in (1, 2)]
+    logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
+    procs = []
+    for i, log in enumerate(logs, 1):
+        with open(log, "w") as out:  # a file, not a pipe nobody reads while waiting
+            procs.append(subprocess.Popen([sys.executable, "-m", "mn_harness.cli", "run", str(spec),
+                                           "--no-plots", "--out", str(tmp_path / f"run{i}")],
+                                          stdout=out, stderr=subprocess.STDOUT))
     together = 0
     deadline = time.monotonic() + 300
     while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
         together = max(together, len(switch_run_dirs({p.pid for p in procs})))
         time.sleep(0.2)
-    outputs = []
-    for p in procs:
-        try:
-            outputs.append(p.communicate(timeout=max(1.0, deadline - time.monotonic()))[0])
-        except subprocess.TimeoutExpired:
-            p.kill()
-            outputs.append(p.communicate()[0])
-    for p, out in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, out[-3000:]
+    for p in procs:  # past the deadline: SIGINT tears a run down cleanly
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        p.wait()
+    for p, log in zip(procs, logs, strict=True):
+        assert p.returncode == 0, log.read_text()[-3000:]
     assert together == 2, "the two runs' switches were never up at the same time"
     for i in (1, 2):
         results = next((tmp_path / f"run{i}").glob("*/summary.json")).parent
