@@ -109,12 +109,23 @@ def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(topologie
 
 
 def switch_run_dirs(parents: set[int]) -> set[str]:
-    """The per-run directories (P4Runtime sockets) of the BMv2 switches running now as children
-    of these processes."""
-    ps = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
-    return {m.group(1) for line in ps.splitlines()
-            if int(line.split(None, 1)[0]) in parents and "simple_switch_grpc" in line
-            for m in [re.search(r"unix:(/\S*mn-harness-bmv2-[^/\s]+)/", line)] if m}
+    """The per-run directories (P4Runtime sockets) of the BMv2 switches running now below these
+    processes (the harness starts them through `mnexec -a`). `-ww`: without it ps cuts the
+    command line at the terminal width even into a pipe, before the socket path."""
+    rows = [line.split(None, 2) for line in subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout.splitlines()]
+    ppid = {int(r[0]): int(r[1]) for r in rows if len(r) >= 2}
+    dirs = set()
+    for r in rows:
+        if len(r) < 3 or "simple_switch_grpc" not in r[2]:
+            continue
+        pid, seen = int(r[0]), 0
+        while pid > 1 and pid not in parents and seen < 20:
+            pid, seen = ppid.get(pid, 0), seen + 1
+        m = re.search(r"unix:(/\S*mn-harness-bmv2-[^/\s]+)/", r[2])
+        if pid in parents and m:
+            dirs.add(m.group(1))
+    return dirs
 
 
 def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
