@@ -22,6 +22,8 @@ import pytest
 import yaml
 
 from mn_harness.config import Experiment
+from mn_harness.dataplane.bmv2 import resolve_program
+from mn_harness.p4.compile import compile_p4
 from mn_harness.runner import run_experiment
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
@@ -133,8 +135,12 @@ def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
     switch names, device ids and Thrift port in both. Each run's switches live in its own
     namespaces, with their P4Runtime sockets (and a nanomsg build's notifications socket) in the
     run's own directory, so both complete; their switches were up at the same time."""
+    # A cold compile cache (a fresh clone, or a new toolchain: the compiler is part of the cache
+    # key) would make both runs compile at once and start their switches tens of seconds apart,
+    # on a loaded 2-core machine after the first run has already finished: compile it first.
+    compile_p4(resolve_program(None))
     spec = tmp_path / "demo.yaml"
-    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=4)))
+    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=6)))
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
     procs = []
     for i, log in enumerate(logs, 1):
