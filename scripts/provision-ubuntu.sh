@@ -4,9 +4,11 @@
 #   1. BMv2 (simple_switch_grpc, simple_switch_CLI), PI and p4c from the p4lang packages of the
 #      openSUSE Build Service where they exist for this release: only Ubuntu 22.04 (amd64) has
 #      current ones (project home:p4lang:latest, then the older home:p4lang). Elsewhere (24.04
-#      has no p4lang-bmv2 package) or if the repository fails, provisioning goes on without BMv2
-#      and says so: the BMv2 tests then skip with the reason. A toolchain already found
-#      (P4_TOOLCHAIN=<prefix>, /opt/p4local, /usr/local, /usr, PATH) is used as it is.
+#      has no p4lang-bmv2 package) or if the packages fail, scripts/install-p4-toolchain.sh
+#      builds them from source into /opt/p4local (~40 min on 2 cores); P4_SOURCE_BUILD=0 skips
+#      that and provisioning goes on without BMv2 (the BMv2 tests then skip with the reason). A
+#      toolchain already found (P4_TOOLCHAIN=<prefix>, /opt/p4local, /usr/local, /usr, PATH) is
+#      used as it is.
 #   2. scripts/setup.sh: Mininet, iperf3, ethtool, clang/llvm/libbpf/bpftool, and the project's
 #      .venv (--system-site-packages: Mininet and BMv2's python3-thrift come from the system).
 #   3. `make test` (root: namespaces, tc, BPF), printing pytest's summary; its exit code is the
@@ -16,7 +18,8 @@
 #   --plan   print what would be done for this machine (release, package source) and change nothing
 # Environment: PROJECT_DIR (default: the directory above this script), PROJECT_USER (owner of
 # .venv; default $SUDO_USER or root), PROVISION_TESTS=0 (skip step 3), PYTEST_ARGS (step 3's
-# pytest arguments), OS_RELEASE (default /etc/os-release).
+# pytest arguments), OS_RELEASE (default /etc/os-release), P4_SOURCE_BUILD=0 (no source build),
+# P4_SOURCES (where the source build takes the repositories; see install-p4-toolchain.sh).
 # Safe to run again: every step checks what is already there.
 set -euo pipefail
 
@@ -61,8 +64,10 @@ if [[ $PLAN -eq 1 ]]; then
         echo "provision: P4 toolchain: already installed, used as it is"
     elif [[ -n "$SOURCES" ]]; then
         echo "provision: P4 toolchain: p4lang packages from OBS, first of: $SOURCES"
+    elif [[ "${P4_SOURCE_BUILD:-1}" == 0 ]]; then
+        echo "provision: P4 toolchain: no p4lang packages for this release, P4_SOURCE_BUILD=0: none installed (BMv2 tests skip)"
     else
-        echo "provision: P4 toolchain: no p4lang packages for this release: none installed (BMv2 tests skip)"
+        echo "provision: P4 toolchain: no p4lang packages for this release: source build into /opt/p4local (scripts/install-p4-toolchain.sh, ~40 min on 2 cores)"
     fi
     echo "provision: then scripts/setup.sh (packages + .venv), then make test"
     exit 0
@@ -72,9 +77,7 @@ log "P4 toolchain (BMv2, PI, p4c)"
 if toolchain_found; then
     echo "already installed; used as it is"
 elif [[ -z "$SOURCES" ]]; then
-    warn "no p4lang packages for ${PRETTY_NAME:-this system} ($ARCH) (they exist for Ubuntu 22.04 amd64" \
-         "only): going on without BMv2, the BMv2 tests will skip. To add it, build PI, BMv2 and p4c" \
-         "into a prefix (docs/p4.md) and run this again with P4_TOOLCHAIN=<prefix>."
+    echo "no p4lang packages for ${PRETTY_NAME:-this system} ($ARCH) (they exist for Ubuntu 22.04 amd64 only)"
 else
     apt-get update -q
     apt-get install -y -q --no-install-recommends ca-certificates curl gnupg
@@ -95,7 +98,16 @@ else
         rm -f "/etc/apt/sources.list.d/${name}.list" "$key"
         apt-get update -q || true
     done
-    toolchain_found || warn "BMv2/p4c still not found after the p4lang packages: the BMv2 tests will skip"
+    toolchain_found || warn "BMv2/p4c still not found after the p4lang packages"
+fi
+if ! toolchain_found; then
+    if [[ "${P4_SOURCE_BUILD:-1}" == 0 ]]; then
+        warn "P4_SOURCE_BUILD=0: going on without BMv2, the BMv2 tests will skip"
+    else
+        echo "building PI, BMv2 and p4c from source into /opt/p4local (scripts/install-p4-toolchain.sh; ~40 min on 2 cores)"
+        "$SCRIPT_DIR/install-p4-toolchain.sh" /opt/p4local \
+            || warn "the source build failed (its message above): going on without BMv2, the BMv2 tests will skip"
+    fi
 fi
 
 log "Packages and .venv (scripts/setup.sh)"
