@@ -137,16 +137,18 @@ def tracking_run(cc: str, seconds: float) -> dict:
             rx.stdout.readline()
             tx = in_host(network, "h1", "tcp-send", plan.host_ip["h2"], "9002", name, str(seconds))
             time.sleep(0.5)
-            arrival, moments = [], []
+            arrival, moments, ages = [], [], []  # ages: µs from the latest arrival to the read
             with QdiscStatsReader(network.nodes["s1"].pid, "s1-eth2") as qdisc:
                 end = time.monotonic() + seconds - 1.0
                 while time.monotonic() < end:
                     first = prog.read()
                     backlog = qdisc.root().backlog
+                    read_ns = time.monotonic_ns()  # the program's clock (bpf_ktime_get_ns)
                     second = prog.read()
                     arrival.append((second.last_backlog / FRAME_BYTES, second.last_vq / FRAME_BYTES))
                     if first.last_ns == second.last_ns:
                         moments.append((second.last_depth / FRAME_BYTES, backlog / FRAME_BYTES))
+                        ages.append((read_ns - second.last_ns) / 1e3)
                     time.sleep(0.002)
             traffic_result(tx)
             got = traffic_result(rx)
@@ -159,7 +161,8 @@ def tracking_run(cc: str, seconds: float) -> dict:
             "read_mean_abs": statistics.mean(read_err) if read_err else None,
             "read_p99_abs": percentile(read_err, 99) if read_err else None,
             "read_within": sum(e <= max(2.0, 0.1 * b) for e, (_, b) in zip(read_err, moments, strict=True))
-            / max(1, len(read_err)), "arrivals": len(arrival), "moments": len(moments)}
+            / max(1, len(read_err)), "arrivals": len(arrival), "moments": len(moments),
+            "read_age_us_median": statistics.median(ages) if ages else None}
 
 
 def part_tracking(state: State, args, out: Path) -> dict:
@@ -172,7 +175,8 @@ def part_tracking(state: State, args, out: Path) -> dict:
               f"p99 {ci([r['vq_p99_abs'] for r in runs], 1)}, bias {ci([r['vq_mean_signed'] for r in runs], 2)} "
               f"frames; backlog tracker vs RTM_GETQDISC at read moments: mean |error| "
               f"{ci([r['read_mean_abs'] for r in runs], 2)}, p99 {ci([r['read_p99_abs'] for r in runs], 2)} "
-              f"frames, within 10%/2 frames {ci([r['read_within'] * 100 for r in runs], 1)} %", flush=True)
+              f"frames, within 10%/2 frames {ci([r['read_within'] * 100 for r in runs], 1)} % (median age of the "
+              f"latest arrival at the read {ci([r['read_age_us_median'] for r in runs], 1)} µs)", flush=True)
         keys.update({f"vq_mean_abs_{cc}": round(statistics.mean(r["vq_mean_abs"] for r in runs), 2),
                      f"backlog_read_mean_abs_{cc}": round(statistics.mean(r["read_mean_abs"] for r in runs), 2)})
     return keys
