@@ -19,12 +19,14 @@ import yaml
 from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment
 from mn_harness.dataplane import select_dataplane
+from mn_harness.errors import EXIT_INTERRUPTED, ConfigError, RunError, one_line, shown
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.collect import write_cc_telemetry
+from mn_harness.results.folder import ResultsWriteError
 from mn_harness.results.summary import write_run_results, write_summary
-from mn_harness.state import RunState
+from mn_harness.state import KillProcess, RunState, UnregisterCongestionControl
 
 CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
 
@@ -53,15 +55,34 @@ def terminate_as_interrupt():
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
+    """A new folder `<root>/<experiment>-<timestamp>[-N]` with its raw/ (a second run started
+    in the same second gets a suffix). ConfigError naming the root when it cannot be made."""
     root = Path(out_root or experiment.run.output_dir)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{experiment.name}-{stamp}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = root / f"{experiment.name}-{stamp}-{suffix}"
-    (path / "raw").mkdir(parents=True)
-    return path
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for suffix in range(1, 1000):
+            path = root / (f"{experiment.name}-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            (path / "raw").mkdir()
+            return path
+    except OSError as exc:
+        raise ConfigError(shown(str(root)), f"cannot create a results folder there: "
+                                            f"{exc.strerror or exc}") from None
+    raise ConfigError(shown(str(root)), "cannot create a new results folder there")
+
+
+class TeardownIncomplete(RunError):
+    """Teardown was cut short (a second Ctrl-C, an unregister that failed): what is left is in
+    the state file for `mn-harness clean`. Exit 130 when the run was interrupted, else 1."""
+
+    def __init__(self, message: str, interrupted: bool):
+        super().__init__(message)
+        if interrupted:
+            self.exit_code = EXIT_INTERRUPTED
 
 
 def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
@@ -79,7 +100,10 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
         experiment = experiment.with_run(dataplane=dataplane.name)
     plan = NetworkPlan(experiment)
     results_dir = make_results_dir(experiment, out_root)
-    (results_dir / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
+    try:
+        (results_dir / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot write the results to {results_dir}: {exc.strerror or exc}") from None
     state = RunState(f"{os.getpid()}-{results_dir.name}", results_dir)
     ccm = CongestionControlManager(CC_CACHE, log=log)
     network = EmulatedNetwork(experiment, plan, dataplane)
@@ -89,11 +113,14 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                    "slow_start_after_idle": experiment.run.slow_start_after_idle}
 
     def record_processes() -> None:
-        procs = [(pid, f"mininet:{name}") for name, pid in network.node_pids().items()]
+        """Every process the run started, by exact identity (mn_harness.state), per teardown
+        step: taken while they are unreaped children of this process."""
+        state.record("network", (KillProcess.of(pid, f"mininet:{name}", group=True, netns=True)
+                                 for name, pid in network.node_pids().items()))
         if launcher is not None:
-            procs += [(pid, WORKER_MODULE) for pid in launcher.pids()]
-        state.set_processes(procs)
-        state.set("dataplane", dataplane.state())
+            state.record("jobs", (KillProcess.of(pid, WORKER_MODULE, group=True, netns=True)
+                                  for pid in launcher.pids()))
+        state.record("dataplane", dataplane.undo_records())
 
     network._on_change = record_processes
     outcome = {"status": "failed"}
@@ -101,44 +128,73 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     def stop_jobs_and_sample() -> None:
         if launcher is not None:
             launcher.stop()
+        network.abort_connections()
+        state.done("jobs")
         extra.update(dataplane.stop_telemetry())
         if network.net is not None:
             extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan))
 
-    def write_results() -> None:
-        state.remove()
-        write_run_results(experiment, plan, results_dir, cc_names, {"status": outcome["status"], **extra})
+    def stop_network() -> None:
+        network.stop()
+        state.done("dataplane")
+        state.done("network")
+
+    def unregister_ccs() -> None:
+        ccm.close()
+        state.done("cc")
+
+    def write_results(exc_type, exc, tb) -> bool:
+        """The last teardown step (an exit callback: it sees what went wrong before it)."""
+        pending = state.pending()
+        try:
+            write_run_results(experiment, plan, results_dir, cc_names,
+                              {"status": outcome["status"], **extra,
+                               **({"teardown": f"incomplete: {', '.join(pending)}"} if pending else {})})
+        except OSError as write_error:
+            raise ResultsWriteError(f"cannot write the results to {results_dir}: "
+                                    f"{write_error.strerror or write_error}") from None
+        finally:
+            if not state.finish():
+                why = "interrupted" if isinstance(exc, KeyboardInterrupt) else one_line(exc or "failed")
+                raise TeardownIncomplete(
+                    f"teardown incomplete ({', '.join(pending)} left: {why}): run `sudo mn-harness clean` "
+                    f"to finish it (kept in {state.path}); partial results in {results_dir}",
+                    interrupted=isinstance(exc, KeyboardInterrupt)) from exc
         if after_run is not None:
             after_run(results_dir)
+        return False
 
     started = time.monotonic()
     # Teardown steps run in reverse order of registration, each one even if a later-registered
     # step failed: stop jobs, stop the network, save CC telemetry, unregister CCs, write results.
-    with ExitStack() as teardown:
-        teardown.callback(write_results)
-        teardown.callback(ccm.close)
+    # SIGTERM/SIGHUP act as Ctrl-C throughout, teardown included: a second one cuts a step
+    # short, and the state file keeps what that step did not undo.
+    with terminate_as_interrupt(), ExitStack() as teardown:
+        teardown.push(write_results)
+        teardown.callback(unregister_ccs)
         teardown.callback(lambda: extra.update(cc_telemetry_rows=_save_cc_telemetry(ccm, results_dir)))
-        teardown.callback(network.stop)
+        teardown.callback(stop_network)
         teardown.callback(stop_jobs_and_sample)
         try:
-            with terminate_as_interrupt():
-                ccm.prepare({job.cc for job in experiment.jobs})
-                state.set("bpf_cc", ccm.registered_names())
-                cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
-                log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
-                    f"{len(experiment.links)} links ({dataplane.name} data plane)")
-                network.build()
-                record_processes()
-                extra["setup_s"] = round(time.monotonic() - started, 3)
-                launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
-                                       on_change=record_processes)
-                launcher.start()
-                t0 = launcher.release()
-                dataplane.start_telemetry(results_dir, t0)
-                log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
-                                          f"{j.iterations} iterations)" for j in experiment.jobs))
-                launcher.wait(experiment.run.timeout_s or launcher.default_timeout())
-                outcome["status"] = "completed"
+            ccm.prepare({job.cc for job in experiment.jobs})
+            state.record("cc", (UnregisterCongestionControl(name, map_id, bpftool)
+                                for name, map_id, bpftool in ccm.registered()))
+            cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
+            log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
+                f"{len(experiment.links)} links ({dataplane.name} data plane)")
+            network.build()
+            record_processes()
+            extra["setup_s"] = round(time.monotonic() - started, 3)
+            launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
+                                   on_change=record_processes)
+            launcher.start()
+            t0 = launcher.release()
+            dataplane.start_telemetry(results_dir, t0)
+            log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
+                                      f"{j.iterations} iterations)" for j in experiment.jobs))
+            launcher.wait(experiment.run.timeout_s or launcher.default_timeout(),
+                          check=dataplane.check_alive)
+            outcome["status"] = "completed"
         except KeyboardInterrupt:
             outcome["status"] = "interrupted"
             raise

@@ -54,9 +54,11 @@ Telemetry (`start_telemetry`)
     packets, marks}}, "ecn_marks": {job: marks on all ports}, "telemetry": {samples, samples_per_s}}.
 
 Processes
-    `state()` lists the switch pids with marker "simple_switch_grpc" (`mn-harness clean` kills them
-    after a crash); switches also die with the harness (PR_SET_PDEATHSIG) and with their namespace
-    node. `stop()` stops all of them and removes the socket directory; it is idempotent.
+    `undo_records()` gives every running switch's exact identity and the socket directory
+    (mn_harness.state: `mn-harness clean` kills and removes them after a crash); switches also die
+    with the harness (PR_SET_PDEATHSIG) and with their namespace node. `check_alive()` fails the
+    run in one line as soon as a switch process has exited. `stop()` stops all of them and
+    removes the socket directory; it is idempotent.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.commands import run_in
+from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import add_netem
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
@@ -90,6 +93,7 @@ from mn_harness.p4.telemetry import TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
 from mn_harness.results.queue import QueueSummary
 from mn_harness.results.schema import queue_columns
+from mn_harness.state import KillProcess, RemoveDirectory, Undo
 
 DEFAULT_ECN_THRESHOLD = 20  # packets
 THRIFT_PORT = 9090           # on each switch namespace's own loopback
@@ -98,7 +102,7 @@ DEFAULT_SAMPLE_HZ = 100.0
 FLUSH_EVERY_S = 0.2
 
 
-class Bmv2SwitchNode(Node):
+class Bmv2SwitchNode(TimedShell, Node):
     """A namespace for one BMv2 switch: loopback up (Thrift), no IP forwarding, no IPv6 chatter."""
 
     def config(self, **params):
@@ -248,14 +252,23 @@ class Bmv2Dataplane(Dataplane):
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         return {}
 
-    def state(self) -> dict:
+    def undo_records(self) -> list[Undo]:
         with self._lock:
-            pids = [sw.pid for sw in self.switches.values() if sw.running]
-        return {"processes": [[pid, "simple_switch_grpc"] for pid in pids],
-                "run_dir": str(self.run_dir) if self.run_dir else None}
+            running = [(name, sw.pid) for name, sw in self.switches.items() if sw.running]
+        records: list[Undo | None] = [KillProcess.of(pid, f"simple_switch_grpc {name}")
+                                      for name, pid in running]
+        if self.run_dir is not None:
+            records.append(RemoveDirectory(str(self.run_dir)))
+        return [r for r in records if r is not None]
 
-    def processes(self) -> list[tuple[int, str]]:
-        return [(pid, marker) for pid, marker in self.state()["processes"]]
+    def check_alive(self) -> None:
+        with self._lock:
+            switches = dict(self.switches)
+        for name, sw in switches.items():
+            if not sw.running:
+                tail = sw.log_tail(lines=1).strip()
+                raise DataplaneError(f"bmv2: switch {name} exited while the jobs ran"
+                                     + (f": {tail}" if tail and tail != "(no output)" else ""))
 
     def stop(self) -> None:
         try:
@@ -305,6 +318,12 @@ class _Collector(threading.Thread):
         return out
 
     def run(self) -> None:
+        try:
+            self._sample()
+        except OSError as exc:  # queue.csv cannot be written (a full disk): sampling ends, the run goes on
+            self.error = f"cannot write {self.path}: {exc.strerror or exc}"
+
+    def _sample(self) -> None:
         with open(self.path, "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(queue_columns(self.jobs))

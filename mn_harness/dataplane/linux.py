@@ -13,6 +13,7 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.network.commands import run_in
+from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import egress_commands, queue_stats, shape_egress
 
@@ -41,7 +42,7 @@ def router_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
     return out + route_commands(plan, router)
 
 
-class LinuxRouter(Node):
+class LinuxRouter(TimedShell, Node):
     """A namespace with IP forwarding on; interfaces are configured by the data plane."""
 
     def config(self, **params):

@@ -130,11 +130,16 @@ class JobLauncher:
             done[job.name] = min(count_lines(w.spec.iterations_path) for w in ranks)
         return done
 
-    def wait(self, timeout_s: float, report_every_s: float = 2.0) -> None:
+    def wait(self, timeout_s: float, report_every_s: float = 2.0,
+             check: Callable[[], None] | None = None) -> None:
+        """Until every worker has finished; JobError when one dies or the run times out.
+        `check` (e.g. the data plane's check_alive) is called every round and may raise."""
         deadline = time.monotonic() + timeout_s
         last_report = 0.0
         totals = {j.name: j.iterations for j in self.experiment.jobs}
         while True:
+            if check is not None:
+                check()
             failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
             if failed:
                 w = failed[0]
@@ -167,7 +172,8 @@ class JobLauncher:
         return longest + 30.0
 
     def pids(self) -> list[int]:
-        return [w.proc.pid for w in self.workers]
+        """The pids of the workers still running (one that ended may have a new owner)."""
+        return [w.proc.pid for w in self.workers if w.proc.poll() is None]
 
     def stop(self) -> None:
         """Idempotent: TERM, short grace, then KILL every worker still alive."""

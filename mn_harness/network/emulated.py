@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from mininet.link import Link
 from mininet.net import Mininet
-from mininet.node import Host, Node
+from mininet.node import Node
 
 from mn_harness.config import Experiment
 from mn_harness.network.commands import run_in
+from mn_harness.network.errors import NetworkError
+from mn_harness.network.nodes import HarnessHost
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import limit_offloads, shape_egress
 
@@ -40,7 +42,7 @@ class EmulatedNetwork:
         self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
                            autoStaticArp=False, waitConnected=False)
         for host in exp.hosts:
-            self.nodes[host] = self.net.addHost(host, cls=Host, ip=None)
+            self.nodes[host] = self.net.addHost(host, cls=HarnessHost, ip=None)
             self._on_change()
         for switch in exp.switches:
             self.nodes[switch.name] = self.dataplane.add_switch(self.net, switch, plan)
@@ -84,7 +86,23 @@ class EmulatedNetwork:
                      where=f"link {intf.link.name}")
 
     def node_pids(self) -> dict[str, int]:
-        return {name: node.pid for name, node in self.nodes.items() if getattr(node, "pid", None)}
+        """Node name -> pid of its shell, for the nodes whose shell is still running (a shell
+        that ended is not reported: its pid may already belong to someone else)."""
+        return {name: node.pid for name, node in self.nodes.items()
+                if getattr(node, "pid", None) and getattr(node, "shell", None) is not None
+                and node.shell.poll() is None}
+
+    def abort_connections(self) -> None:
+        """Destroy the TCP sockets the jobs left in the hosts (`ss -K`): a socket orphaned with
+        unsent data retransmits for minutes when its path is gone (a switch that died), keeping
+        its namespace alive and holding a BPF congestion control the run must free."""
+        for host in self.experiment.hosts:
+            pid = self.node_pids().get(host)
+            if pid is not None:
+                try:
+                    run_in(pid, ["ss", "-K", "-t", "-a"], check=False, timeout=10)
+                except NetworkError:  # teardown goes on: stopping the node ends its sockets too
+                    pass
 
     def stop(self) -> None:
         """Idempotent: stops the data plane, then every node shell (which ends its namespace)."""
