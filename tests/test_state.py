@@ -180,13 +180,13 @@ def test_clean_kills_an_exact_match_but_never_a_group_that_is_not_ours(state_dir
     leader = subprocess.Popen(["sh", "-c", "sleep 300 & exec sleep 301"], start_new_session=True)
     try:
         deadline = time.monotonic() + 5
-        children: list[str] = []
-        while not children:
+        member = None
+        while member is None or member.cmdline != ("sleep", "300"):  # the child has exec'd sleep
             assert time.monotonic() < deadline
-            children = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
             time.sleep(0.02)
-        member = KillProcess.of(int(children[0]))
-        assert member is not None and os.getpgid(member.pid) == leader.pid != member.pid
+            children = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+            member = KillProcess.of(int(children[0])) if children else None
+        assert os.getpgid(member.pid) == leader.pid != member.pid
         # recorded as a group leader of ours, but it leads no group: only it may die
         write_state(state_dir, "2-gone", {"jobs": [KillProcess(member.pid, member.start_time, member.cmdline,
                                                                "worker", group=True)]})
@@ -196,7 +196,7 @@ def test_clean_kills_an_exact_match_but_never_a_group_that_is_not_ours(state_dir
         time.sleep(0.3)
         assert leader.poll() is None, "the whole group was killed"
     finally:
-        leader.kill()
+        os.killpg(leader.pid, signal.SIGKILL)
         leader.wait()
 
 

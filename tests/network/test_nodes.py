@@ -17,7 +17,7 @@ from tests.helpers import ROOT, small_demo
 pytestmark = pytest.mark.root
 
 FAKE_BASH = {"exits": "#!/bin/sh\necho 'no shell today' >&2\nexit 3\n",
-             "hangs": "#!/bin/sh\nexec sleep 300\n"}
+             "hangs": "#!/bin/sh\nexec sleep 297\n"}
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def broken_bash(tmp_path, monkeypatch, request):
 
 
 def processes_running(path: Path) -> list[int]:
-    """Pids whose command line mentions `path` (the fake bash, or the sleep it became)."""
+    """Pids whose command line mentions `path` (the fake bash, or the `sleep 297` it became)."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -42,7 +42,7 @@ def processes_running(path: Path) -> list[int]:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if str(path).encode() in cmdline or b"sleep\x00300" in cmdline:
+            if str(path).encode() in cmdline or b"sleep\x00297" in cmdline:
                 pids.append(int(entry))
     return pids
 
