@@ -112,14 +112,21 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     extra: dict = {"dataplane": dataplane.name,
                    "slow_start_after_idle": experiment.run.slow_start_after_idle}
 
+    identities: dict[tuple[int, str], KillProcess | None] = {}
+
+    def identity(pid: int, label: str) -> KillProcess | None:
+        """A live child's exact identity (mn_harness.state), taken once: node shells and
+        workers lead their own process groups (mnexec -d) in the run's namespaces."""
+        if identities.get((pid, label)) is None:  # None: not readable yet (mid-exec), try again
+            identities[pid, label] = KillProcess.of(pid, label, group=True, netns=True)
+        return identities[pid, label]
+
     def record_processes() -> None:
-        """Every process the run started, by exact identity (mn_harness.state), per teardown
-        step: taken while they are unreaped children of this process."""
-        state.record("network", (KillProcess.of(pid, f"mininet:{name}", group=True, netns=True)
-                                 for name, pid in network.node_pids().items()))
+        """Every process the run started, per teardown step, while they are unreaped children
+        of this process (so no pid can have been reused yet)."""
+        state.record("network", (identity(pid, f"mininet:{name}") for name, pid in network.node_pids().items()))
         if launcher is not None:
-            state.record("jobs", (KillProcess.of(pid, WORKER_MODULE, group=True, netns=True)
-                                  for pid in launcher.pids()))
+            state.record("jobs", (identity(pid, WORKER_MODULE) for pid in launcher.pids()))
         state.record("dataplane", dataplane.undo_records())
 
     network._on_change = record_processes
