@@ -196,6 +196,7 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                                    on_change=record_processes)
             launcher.start()
             t0 = launcher.release()
+            record_processes()  # every worker is READY: each one's identity is readable now
             dataplane.start_telemetry(results_dir, t0)
             log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
                                       f"{j.iterations} iterations)" for j in experiment.jobs))
