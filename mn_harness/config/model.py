@@ -144,9 +144,12 @@ class LinkConfig:
         if "bw" not in merged:
             raise ConfigError(f"{path}.bw", "required key is missing (or set link_defaults.bw)")
         bw = parse_bandwidth(merged["bw"], f"{path}.bw")
-        if not MIN_LINK_BPS <= bw <= MAX_LINK_BPS:
-            raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be 1kbit..1Tbit "
-                              "(tc's HTB cannot shape below 1 kbit/s)")
+        if bw < MIN_LINK_BPS:
+            raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be at least 1kbit "
+                              "(tc's HTB cannot shape slower)")
+        if bw > MAX_LINK_BPS:
+            raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be at most 1Tbit "
+                              "(its burst must fit tc's 32-bit field; no machine emulates more)")
         queue = _positive_int(merged.get("queue", 100), f"{path}.queue")
         if queue > MAX_QUEUE_PACKETS:
             raise ConfigError(f"{path}.queue", f"at most {MAX_QUEUE_PACKETS} packets (the queue's "

@@ -35,3 +35,17 @@ def test_bad_places(tmp_path, make, words):
 
 def test_mount_of_the_root_and_proc():
     assert mount_of("/proc/self")[1] == "proc" and mount_of("/")[0] == "/"
+
+
+@pytest.mark.root
+def test_a_read_only_file_system_is_refused(tmp_path):
+    import subprocess
+
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)], check=True)
+    try:
+        with pytest.raises(ConfigError, match="read-only file system"):
+            check_results_root(mount / "results", "run.output_dir")
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
