@@ -82,18 +82,26 @@ class JobLauncher:
         return worker_specs(self.experiment, self.network.plan, self.raw_dir, self.cc_names)
 
     def start(self) -> None:
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
         python = os.environ.get("MN_HARNESS_PYTHON") or sys.executable
+        try:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
         for host, spec in self.specs():
             stem = worker_stem(self.raw_dir, spec.job, spec.rank)
             spec_path = stem.with_name(stem.name + ".spec.json")
-            spec.save(spec_path)
             stderr_path = stem.with_name(stem.name + ".stderr")
+            try:
+                spec.save(spec_path)
+                stderr = open(stderr_path, "w")  # noqa: SIM115 - the worker's; closed below
+            except OSError as exc:  # a full or read-only results disk
+                raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
             node = self.network.nodes[host]
             # the worker is part of the installed package: no PYTHONPATH, no checkout needed
-            proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=open(stderr_path, "w"), cwd=str(self.raw_dir))
+            with stderr:
+                proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=stderr, cwd=str(self.raw_dir))
             self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))
             self._on_change()
 
