@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,8 @@ from mn_harness.config import Experiment
 from mn_harness.config.loader import read_json_file
 from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
 from mn_harness.errors import ConfigError, shown
+from mn_harness.ownership import hand_over, make_dirs
+from mn_harness.progress import format_eta, sweep_eta_s
 
 PLAN_FILE = "plan.json"
 MAX_RUNS = 10_000  # CCs x --set combinations x repetitions in one comparison
@@ -115,7 +118,7 @@ def new_sweep(root: Path, raw: dict, name: str, runs: list[dict]) -> Sweep:
     same second gets a suffix)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root)
         for suffix in range(1, 1000):
             folder = root / (f"{name}-compare-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
             try:
@@ -181,13 +184,19 @@ def run_sweep(sweep: Sweep, run_one: Callable[[Experiment, Path, Callable[[Path]
     cut off), so `resume` knows where to go on."""
     experiments = sweep.experiments()
     todo = [i for i, e in enumerate(sweep.runs) if not sweep.finished(e)]
+    started = time.monotonic()
     for k, i in enumerate(todo):
         entry = sweep.runs[i]
+        eta = sweep_eta_s(k, len(todo), time.monotonic() - started)
         log(f"== run {i + 1}/{len(sweep.runs)} ({k + 1} of {len(todo)} to do): {entry['label']} "
-            f"(repetition {entry['repetition'] + 1})")
+            f"(repetition {entry['repetition'] + 1})" + (f"; sweep ETA {format_eta(eta)}" if eta is not None else ""))
 
         def record(results_dir: Path, entry: dict = entry) -> None:
             entry["results_dir"] = str(results_dir)
             sweep.save()
 
-        run_one(experiments[i], sweep.folder / "runs", record)
+        try:
+            run_one(experiments[i], sweep.folder / "runs", record)
+        finally:
+            hand_over(sweep.folder)
+

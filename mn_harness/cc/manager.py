@@ -4,7 +4,7 @@ Why a context manager owning every registration: a BPF struct_ops congestion con
 registered in the kernel after the process that loaded it exits, so a crashed or failed
 experiment would leave `mlreno_...` entries behind. The manager unregisters everything it
 registered in close() (idempotent, also called by __exit__ on errors and by prepare() when
-any step fails), and registered() lets the runner record each name with its struct_ops map id
+any step fails), and registered() lets the session record each name with its struct_ops map id
 so `mn-harness clean` can call release_struct_ops() after a hard crash.
 
 Unregistered is not yet gone: the kernel frees a struct_ops map only when the last socket that
@@ -12,7 +12,7 @@ uses the congestion control has been destroyed, and sockets orphaned by a killed
 retransmitting when the path they used has gone (the map stayed 1-2 minutes after a SIGKILLed
 run in one measurement on the 2-core Debian 12 VM, kernel 6.18). So
 release_struct_ops() unregisters and then waits until the map itself is freed, and fails in
-one line when it is not (the runner then keeps the state file; `clean` tries again). The map id
+one line when it is not (the session then keeps the state file; `clean` tries again). The map id
 is the exact identity: a name may be registered again by another run once ours is unregistered.
 
 Kernel built-ins (reno, cubic, bbr, ...) are only checked (modprobe tcp_<name> if needed).

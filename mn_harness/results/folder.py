@@ -4,15 +4,17 @@ naming the option (exit 2), not a traceback after the network is up.
 
 The check needs no root (it runs before the root check, so a user learns about a bad path
 without sudo); whether root may create the folder is found out by creating it, still before
-the network (runner.make_results_dir, which turns a refusal into the same kind of one line)."""
+the network (make_results_dir, which turns a refusal into the same kind of one line)."""
 
 from __future__ import annotations
 
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 
 from mn_harness.errors import ConfigError, RunError, shown
+from mn_harness.ownership import make_dirs
 
 # Kernel file systems that hold no user files (writing there fails or means something else).
 PSEUDO_FILESYSTEMS = frozenset({
@@ -68,6 +70,27 @@ def check_results_root(root: str | Path, where: str) -> None:
         raise ConfigError(where, f"{shown(text)} is on a read-only file system")
 
 
-
 class ResultsWriteError(RunError):
     """The results folder could not be written while running (a full or failing disk)."""
+
+
+def make_results_dir(name: str, root: str | Path) -> Path:
+    """A new folder `<root>/<name>-<timestamp>[-N]` with its raw/, absolute (workers run with
+    raw/ as their cwd and are handed paths under it); a second run started in the same second
+    gets a suffix, never the first one's folder. ConfigError naming the root when it cannot be
+    made. Folders it creates belong to the user behind sudo (mn_harness.ownership)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:
+        base = make_dirs(Path(root)).absolute()
+        for suffix in range(1, 1000):
+            path = base / (f"{name}-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            (path / "raw").mkdir()
+            return path
+    except OSError as exc:
+        raise ConfigError(shown(str(root)), f"cannot create a results folder there: "
+                                            f"{exc.strerror or exc}") from None
+    raise ConfigError(shown(str(root)), "cannot create a new results folder there")

@@ -9,9 +9,10 @@ While a run lives it keeps `<state dir>/<run_id>.json` (state dir: $MN_HARNESS_S
      "undo": {"network": [{"kind": "process", "pid": ..., ...}, ...], "cc": [...], ...}}
 
 Sections. Each teardown step owns a section ("network": node shells, "jobs": workers,
-"dataplane": switch processes and their socket directory, "cc": registered BPF congestion
-controls). The runner replaces a section's records whenever what it created changes
-(`RunState.record`) and empties it only once that step really finished (`RunState.done`); the
+"captures": tcpdump, "dataplane": switch processes and their socket directory, "cc": registered
+BPF congestion controls). The session (mn_harness/session.py) replaces a section's records
+whenever what it created changes (`RunState.record`, process identities from
+`RunState.process`) and empties it only once that step really finished (`RunState.done`); the
 file is removed only when every section is empty (`RunState.finish`). So an unregister that
 failed, or a second Ctrl-C that cut the network teardown short, leaves the file, and `clean`
 finishes the job: it undoes every record (in `order`), drops the ones it undid and removes the
@@ -43,7 +44,7 @@ one line naming it (StateFileError, exit 2), never a traceback and never a guess
 
         def undo(self, log) -> bool: ...
 
-and in the runner `state.record("sysctls", [RestoreSysctl(key, old)])` after changing it,
+and in the session (mn_harness/session.py) `state.record("sysctls", [RestoreSysctl(key, old)])` after changing it,
 `state.done("sysctls")` once it has been restored."""
 
 from mn_harness.state.files import (
@@ -54,6 +55,7 @@ from mn_harness.state.files import (
     RunState,
     StateFile,
     StateWriteError,
+    TeardownIncomplete,
     check_state_dir,
     clean,
     load_state_file,
@@ -74,6 +76,6 @@ from mn_harness.state.records import (
 )
 
 __all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "KillProcess",
-           "RemoveDirectory", "RunState", "StateFile", "StateFileError", "StateWriteError", "Undo",
-           "UnregisterCongestionControl", "abort_tcp_sockets", "check_state_dir", "clean", "load_state_file",
+           "RemoveDirectory", "RunState", "StateFile", "StateFileError", "StateWriteError", "TeardownIncomplete",
+           "Undo", "UnregisterCongestionControl", "abort_tcp_sockets", "check_state_dir", "clean", "load_state_file",
            "proc_cmdline", "proc_start_time", "read_state_files", "state_dir", "undo_kind"]

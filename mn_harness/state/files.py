@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mn_harness.errors import ConfigError, RunError, shown
+from mn_harness.errors import EXIT_INTERRUPTED, ConfigError, RunError, shown
 from mn_harness.state.records import (
     KillProcess,
     Log,
@@ -59,12 +59,23 @@ class RunState:
         self.harness = {"pid": os.getpid(), "start_time": me.start_time if me else 0,
                         "cmdline": list(me.cmdline) if me else []}
         self.sections: dict[str, list[Undo]] = {}
+        self._identities: dict[tuple[int, str], KillProcess | None] = {}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StateWriteError(f"cannot create the state directory {self.directory}: "
                                   f"{exc.strerror}") from None
         self.save()
+
+    def process(self, pid: int, label: str, group: bool = True, netns: bool = True) -> KillProcess | None:
+        """A live child's exact identity, taken once and then reused (so a later record of the
+        same child cannot pick up a new owner of its pid). Call it while the process is an
+        unreaped child of this one. Defaults: what mnexec -d gives a node shell or a worker (a
+        group leader in a namespace of the run). None while it is not readable yet (mid-exec):
+        the next call tries again."""
+        if self._identities.get((pid, label)) is None:
+            self._identities[pid, label] = KillProcess.of(pid, label, group=group, netns=netns)
+        return self._identities[pid, label]
 
     def record(self, section: str, records: Iterable[Undo | None]) -> None:
         """What `section`'s teardown step must undo, replacing what it said before."""
@@ -177,6 +188,16 @@ def read_state_files(directory: Path | None = None) -> tuple[list[StateFile], li
         except ConfigError as exc:
             errors.append(exc)
     return files, errors
+
+
+class TeardownIncomplete(RunError):
+    """A run's teardown was cut short (a second Ctrl-C, an unregister that failed): what is left
+    stays in its state file for `mn-harness clean`. Exit 130 when the run was interrupted, else 1."""
+
+    def __init__(self, message: str, interrupted: bool):
+        super().__init__(message)
+        if interrupted:
+            self.exit_code = EXIT_INTERRUPTED
 
 
 class CleanIncomplete(RunError):

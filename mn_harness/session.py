@@ -1,0 +1,406 @@
+"""One experiment's network, up for the time of a `with` block: the machinery under
+`mn-harness run` (runner.run_experiment) and under a script's `mn_harness.network(...)`.
+
+    with Session(experiment, on_iteration=hook) as s:   # CCs registered, network built
+        s.net["h1"].cmd("ip route")                      # the Mininet network, live
+        s.start_jobs()                                   # workers READY, one common start
+        s.set_link_rate("s1-s2", "100Mbit")              # act while the jobs run
+        s.wait_jobs()                                    # until every worker is done
+    s.results_dir                                        # written on leaving the block
+
+Leaving the block — normally, by an exception, Ctrl-C or SIGTERM — tears everything down in
+order (stop the jobs, destroy the TCP sockets they left and sample the data plane, stop captures,
+read switch logs, stop the network, save CC telemetry, unregister CCs and wait until the kernel
+freed their struct_ops maps) and then writes the results (CSVs, summary.json with status and
+provenance, harness.log), each step even if an earlier one failed, and hands the folder to the
+user behind sudo. SIGTERM/SIGHUP act as Ctrl-C throughout, teardown included: a second one cuts
+the current step short. The run's state file (mn_harness.state) lists what each step must undo,
+by exact process identity, loses a step's records only once that step finished and is removed
+last, so `mn-harness clean` can finish a teardown that was cut short (TeardownIncomplete says so
+in one line). Callbacks get the session: `on_network_up` once the network is built,
+`on_jobs_started` after the common start, `on_iteration(session, job, iteration)` when every rank
+of a job has finished an iteration (polled every 0.2 s, so it runs while later ones go on)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from mn_harness import provenance
+from mn_harness.capture import CAPTURE_MARKER, PacketCapture, check_tcpdump, parse_links
+from mn_harness.cc.manager import CongestionControlManager
+from mn_harness.config import Experiment, LinkConfig
+from mn_harness.config.dump import experiment_to_yaml
+from mn_harness.dataplane import select_dataplane
+from mn_harness.errors import UsageError, one_line
+from mn_harness.jobs.errors import JobError
+from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
+from mn_harness.network.emulated import EmulatedNetwork
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.ownership import hand_over
+from mn_harness.results import folder
+from mn_harness.results.collect import write_cc_telemetry
+from mn_harness.results.folder import ResultsWriteError
+from mn_harness.results.summary import write_run_results
+from mn_harness.runlog import RunLog
+from mn_harness.state import RunState, TeardownIncomplete, UnregisterCongestionControl
+from mn_harness.units import parse_bandwidth
+
+CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
+CLI_MODES = ("up", "after")
+Hook = Callable[["Session"], None]
+IterationHook = Callable[["Session", str, int], None]
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM/SIGHUP are turned into this so `finally` blocks tear down as on Ctrl-C."""
+
+
+@contextmanager
+def terminate_as_interrupt():
+    """Only the main thread may set signal handlers; a caller running experiments from another
+    thread keeps its own signal handling."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(f"signal {signum}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
+    """The run's new, absolute results folder (mn_harness.results.folder.make_results_dir)."""
+    return folder.make_results_dir(experiment.name, out_root or experiment.run.output_dir)
+
+
+class Session:
+    def __init__(self, experiment: Experiment, out_root: str | Path | None = None,
+                 log: Callable[[str], None] | None = print, *,
+                 pcap: str | Sequence[str] = (), cli: str | None = None,
+                 on_network_up: Hook | None = None, on_jobs_started: Hook | None = None,
+                 on_iteration: IterationHook | None = None,
+                 after_results: Iterable[Callable[[Path], None]] = (),
+                 config: Experiment | None = None, argv: Sequence[str] | None = None,
+                 label: str | None = None):
+        if cli is not None and cli not in CLI_MODES:
+            raise UsageError(f"--cli: expected {' or '.join(CLI_MODES)}, got {cli!r}")
+        self.experiment = experiment
+        self.out_root = out_root
+        self.log = RunLog(log)
+        self.pcap_links: list[LinkConfig] = parse_links(pcap, experiment) if pcap else []
+        if self.pcap_links:
+            check_tcpdump()  # before anything is created
+        self.cli = cli
+        self.on_network_up = [on_network_up] if on_network_up else []
+        self.on_jobs_started = [on_jobs_started] if on_jobs_started else []
+        self.on_iteration = [on_iteration] if on_iteration else []
+        self.after_results = list(after_results)
+        self._config = config or experiment  # what config.yaml says (the isolated wrapper's own)
+        self._argv = argv
+        self.label = label  # summary.json `label`: what results.load() groups the run by
+        self.results_dir: Path | None = None
+        self.network: EmulatedNetwork | None = None
+        self.launcher: JobLauncher | None = None
+        self.t0: float | None = None
+        self.status = "failed"
+        self.link_changes: list[dict[str, Any]] = []
+        self.killed: list[str] = []
+        self._iterations_seen: dict[str, int] = {}
+        self._stack: ExitStack | None = None
+
+    # -- what a script uses ------------------------------------------------------------------
+    @property
+    def net(self):
+        """The Mininet network (nodes by name: `s.net["h1"]`); None once torn down."""
+        return self.network.net if self.network else None
+
+    @property
+    def plan(self) -> NetworkPlan:
+        assert self.network is not None, "the session is not up"
+        return self.network.plan
+
+    def start_jobs(self) -> float:
+        """Start every worker, wait until all are READY, give them one start time; returns it
+        (CLOCK_MONOTONIC seconds, the results' time origin)."""
+        if self.launcher is not None:
+            raise UsageError("start_jobs: the jobs were started already")
+        assert self.network is not None and self.results_dir is not None, "the session is not up"
+        self.launcher = JobLauncher(self.experiment, self.network, self.results_dir / "raw", self.cc_names,
+                                    log=self.log, on_change=self._record_processes)
+        self.launcher.start()
+        self.t0 = self.launcher.release()
+        self._record_processes()  # every worker is READY: each one's identity is readable now
+        self.dataplane.start_telemetry(self.results_dir, self.t0)
+        self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n} workers, "
+                                      f"{j.iterations} iterations)" for j in self.experiment.jobs))
+        for hook in self.on_jobs_started:
+            hook(self)
+        return self.t0
+
+    def wait_jobs(self, timeout_s: float | None = None) -> None:
+        """Until every worker has finished (JobError when one dies, or on the timeout: default
+        run.timeout, else a generous bound derived from the jobs)."""
+        if self.launcher is None:
+            self.start_jobs()
+        assert self.launcher is not None
+        limit = timeout_s or self.experiment.run.timeout_s or self.launcher.default_timeout()
+        try:
+            self.launcher.wait(limit, on_tick=self._tick, check=self.dataplane.check_alive)
+        except JobError as exc:
+            if self.killed:
+                raise JobError(f"{exc} (the script killed {', '.join(self.killed)})") from None
+            raise
+        self._tick()
+        self.status = "completed"
+        if self.cli == "after":
+            self.interact()
+
+    def run_jobs(self) -> None:
+        """start_jobs() then wait_jobs()."""
+        self.wait_jobs()
+
+    def set_link_rate(self, link: str | LinkConfig, bw: str | float) -> None:
+        """Both directions of `link` (e.g. "s1-s2") at `bw` (e.g. "100Mbit", or bit/s) from now
+        on; recorded in summary.json's `link_changes` with the time since the jobs' start."""
+        assert self.network is not None, "the session is not up"
+        target = link if isinstance(link, LinkConfig) else parse_links(link, self.experiment, "link")[0]
+        bps = parse_bandwidth(bw, f"set_link_rate({target.name!r})")
+        self.network.set_link_rate(target, bps)
+        t = None if self.t0 is None else round(time.monotonic() - self.t0, 4)
+        self.link_changes.append({"t": t, "link": target.name, "bw_bps": bps})
+        self.log(f"link {target.name}: rate set to {bps / 1e6:g} Mbit/s" + (f" at t={t:.3f}s" if t is not None else ""))
+
+    def kill_worker(self, job: str, rank: int = 0) -> int:
+        """SIGKILL one worker (failure injection); the run then fails saying so. Returns its pid."""
+        if self.launcher is None:
+            raise UsageError("kill_worker: the jobs have not been started")
+        worker = next((w for w in self.launcher.workers if w.job == job and w.rank == rank), None)
+        if worker is None:
+            raise UsageError(f"kill_worker: no worker {job} rank {rank}")
+        os.kill(worker.proc.pid, signal.SIGKILL)
+        self.killed.append(f"{job} rank {rank}")
+        self.log(f"killed worker {job} rank {rank} (pid {worker.proc.pid}) on {worker.host}")
+        return worker.proc.pid
+
+    def progress(self) -> dict[str, int]:
+        """Iterations every rank of each job has finished so far."""
+        return self.launcher.progress() if self.launcher else {j.name: 0 for j in self.experiment.jobs}
+
+    def interact(self) -> None:
+        """The Mininet CLI on the running network (`exit` or Ctrl-D returns)."""
+        from mininet.cli import CLI
+
+        self.log("cli: Mininet CLI on the running network (e.g. `h1 ping -c1 h3`); `exit` or Ctrl-D continues")
+        CLI(self.net)
+
+    # -- bring-up ----------------------------------------------------------------------------
+    def __enter__(self) -> Session:
+        self._stack = ExitStack()
+        try:
+            self._bring_up(self._stack)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _bring_up(self, stack: ExitStack) -> None:
+        exp = self.experiment
+        self.dataplane = select_dataplane(exp.run.dataplane, log=self.log)
+        if self.dataplane.name != exp.run.dataplane:  # auto: check what it picked, record it
+            exp = self.experiment = exp.with_run(dataplane=self.dataplane.name)
+        config = self._config
+        if config.run.dataplane != self.dataplane.name:
+            config = config.with_run(dataplane=self.dataplane.name)
+        plan = NetworkPlan(exp)
+        self.results_dir = make_results_dir(exp, self.out_root)
+        self.log.attach(self.results_dir)
+        self.provenance = provenance.collect(bpf_cc=any(j.cc.is_bpf for j in exp.jobs),
+                                             dataplane=self.dataplane.name, argv=self._argv)
+        try:
+            (self.results_dir / "config.yaml").write_text(experiment_to_yaml(config))
+        except OSError as exc:
+            raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
+                                    f"{exc.strerror or exc}") from None
+        self.state = RunState(f"{os.getpid()}-{self.results_dir.name}", self.results_dir)
+        self.ccm = CongestionControlManager(CC_CACHE, log=self.log)
+        self.network = EmulatedNetwork(exp, plan, self.dataplane)
+        self.network._on_change = self._record_processes
+        self.capture = PacketCapture(self.pcap_links, self.results_dir)
+        self.cc_names: dict[str, str] = {}
+        self.extra: dict[str, Any] = {"dataplane": self.dataplane.name,
+                                      "slow_start_after_idle": exp.run.slow_start_after_idle}
+        self._started = time.monotonic()
+        # Teardown runs in reverse order of registration, each step even if a later-registered
+        # one failed: stop jobs, stop captures, stop the network, save CC telemetry, unregister
+        # CCs, write results (an exit callback: it sees what went wrong before it). The signal
+        # handlers stay until the very end.
+        stack.enter_context(terminate_as_interrupt())
+        stack.push(self._write_results)
+        stack.callback(self._unregister_ccs)
+        stack.callback(lambda: self.extra.update(cc_telemetry_rows=self._save_cc_telemetry()))
+        stack.callback(self._stop_network)
+        stack.callback(self._read_switch_logs)
+        stack.callback(self._stop_captures)
+        stack.callback(self._stop_jobs_and_sample)
+        self.ccm.prepare({job.cc for job in exp.jobs})
+        self.state.record("cc", (UnregisterCongestionControl(name, map_id, bpftool)
+                                 for name, map_id, bpftool in self.ccm.registered()))
+        self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
+        self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
+                 f"{len(exp.links)} links ({self.dataplane.name} data plane)")
+        self.network.build()
+        self._record_processes()
+        if self.pcap_links:
+            self.capture.start(self.network.nodes, plan)
+            self._record_processes()
+            self.log("pcap: capturing " + ", ".join(link.name for link in self.pcap_links) + " into pcap/")
+        self.extra["setup_s"] = round(time.monotonic() - self._started, 3)
+        for hook in self.on_network_up:
+            hook(self)
+        if self.cli == "up":
+            self.interact()
+
+    def _record_processes(self) -> None:
+        """Every process the run started, per teardown step, by exact identity, taken while
+        they are unreaped children of this process (so no pid can have been reused yet). Node
+        shells, workers and captures lead their own process groups (mnexec -d)."""
+        if self.network is None:
+            return
+        state = self.state
+        state.record("network", (state.process(pid, f"mininet:{name}")
+                                 for name, pid in self.network.node_pids().items()))
+        if self.launcher is not None:
+            state.record("jobs", (state.process(pid, WORKER_MODULE) for pid in self.launcher.pids()))
+        if self.capture.captures:
+            state.record("captures", (state.process(pid, CAPTURE_MARKER, netns=False)
+                                      for pid in self.capture.pids()))
+        state.record("dataplane", self.dataplane.undo_records())
+
+    def _tick(self) -> None:
+        if not self.on_iteration or self.launcher is None:
+            return
+        for job, done in self.launcher.progress().items():
+            seen = self._iterations_seen.get(job, 0)
+            for iteration in range(seen, done):
+                self._iterations_seen[job] = iteration + 1
+                for hook in self.on_iteration:
+                    hook(self, job, iteration)
+
+    # -- teardown ----------------------------------------------------------------------------
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.status = "interrupted"
+        elif exc is not None:
+            self.status = f"failed: {exc}"
+        elif self.status != "completed":
+            self.status = "stopped" if self.launcher is not None else "network only"
+        if exc is not None:
+            self.log(f"run {self.status}")
+        stack, self._stack = self._stack, None
+        # the stack sees the exception, so the last step can say what cut the teardown short
+        return bool(stack.__exit__(exc_type, exc, tb)) if stack is not None else False
+
+    def _stop_jobs_and_sample(self) -> None:
+        if self.launcher is not None:
+            self.launcher.stop()
+        if self.network is not None:
+            self.network.abort_connections()
+        self.state.done("jobs")
+        if self.launcher is not None:
+            for w in self.launcher.workers:
+                self.log.append_file(f"worker {w.job} rank {w.rank} on {w.host}: stderr", w.stderr_path)
+        self.extra.update(self.dataplane.stop_telemetry())
+        if self.net is not None:
+            self.extra["link_stats"] = _best_effort(lambda: self.dataplane.link_stats(self.net, self.plan))
+
+    def _stop_captures(self) -> None:
+        if self.capture.captures:
+            self.extra["pcap"] = self.capture.stop()
+            for link, info in self.extra["pcap"].items():
+                self.log(f"pcap: {link}: {info['tcpdump'] or 'stopped'} -> {info['file']}")
+        self.state.done("captures")
+
+    def _stop_network(self) -> None:
+        assert self.network is not None
+        self.network.stop()
+        self.state.done("dataplane")
+        self.state.done("network")
+
+    def _unregister_ccs(self) -> None:
+        self.ccm.close()
+        self.state.done("cc")
+
+    def _read_switch_logs(self) -> None:
+        for title, path in _best_effort_logs(self.dataplane):
+            self.log.append_file(f"switch {title}", path)
+
+    def _write_results(self, exc_type, exc, tb) -> bool:
+        """The last teardown step: the results, then the state file goes unless a step left
+        something to undo (then TeardownIncomplete, naming it and `mn-harness clean`)."""
+        assert self.results_dir is not None
+        pending = self.state.pending()
+        if pending:
+            self.extra["teardown"] = f"incomplete: {', '.join(pending)}"
+        if self.link_changes:
+            self.extra["link_changes"] = self.link_changes
+        if self.label is not None:
+            self.extra["label"] = self.label
+        self.log(f"status: {self.status}")
+        self.extra["provenance"] = provenance.finish(self.provenance)
+        try:
+            try:
+                write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
+                                  {"status": self.status, **self.extra})
+            except OSError as write_error:  # a full or failing results disk
+                raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
+                                        f"{write_error.strerror or write_error}") from None
+            for after in self.after_results:
+                after(self.results_dir)
+        finally:
+            self.log.close()
+            hand_over(self.results_dir)
+            if not self.state.finish():
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                why = "interrupted" if interrupted else one_line(exc or "failed")
+                raise TeardownIncomplete(
+                    f"teardown incomplete ({', '.join(pending)} left: {why}): run `sudo mn-harness clean` "
+                    f"to finish it (kept in {self.state.path}); partial results in {self.results_dir}",
+                    interrupted=interrupted) from exc
+        return False
+
+    def _save_cc_telemetry(self) -> int:
+        try:
+            rows = self.ccm.read_telemetry()
+        except Exception:  # telemetry is best effort; the teardown must go on
+            return 0
+        assert self.results_dir is not None
+        return write_cc_telemetry(rows, self.results_dir)
+
+
+def _best_effort(fn) -> dict:
+    """Statistics gathered during teardown must never stop the teardown."""
+    try:
+        return fn()
+    except Exception as exc:
+        return {"error": str(exc)}
+
+
+def _best_effort_logs(dataplane) -> list[tuple[str, Path]]:
+    try:
+        return list(dataplane.switch_logs().items())
+    except Exception:  # noqa: BLE001 - a log must never stop the teardown
+        return []
