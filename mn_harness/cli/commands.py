@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     experiment = load(args.experiment, args)
     window = parse_window(args.window)
-    if args.pcap:
+    if args.pcap is not None:  # `--pcap ""` too: it would silently capture nothing
         from mn_harness.capture import parse_links
 
         parse_links(args.pcap, experiment)  # a typo is exit 2 before anything is built

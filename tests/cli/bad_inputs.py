@@ -519,6 +519,18 @@ argv_case("run-out-proc-self", ["run", "{good}", "--out", "/proc/self"], "--out"
 argv_case("run-out-sys", ["run", "{good}", "--out", "/sys/kernel/mn-harness"], "--out")
 argv_case("run-out-dev", ["run", "{good}", "--out", "/dev/mn-harness"], "--out")
 argv_case("run-out-newline", ["run", "{good}", "--out", "{good}/a\nb"], "--out")
+# the session's options (issue 16): refused before anything is built, like the rest
+argv_case("run-pcap-unknown-link", ["run", "{good}", "--pcap", "s1-s9"], "--pcap")
+argv_case("run-pcap-empty", ["run", "{good}", "--pcap", ""], "--pcap")
+argv_case("run-pcap-three-ends", ["run", "{good}", "--pcap", "h1-s1-s2"], "--pcap")
+argv_case("run-pcap-newline", ["run", "{good}", "--pcap", "s1-s2\nmn-harness: ok"], "--pcap")
+argv_case("run-cli-bad-mode", ["run", "{good}", "--cli", "before"], "--cli")
+argv_case("run-window-no-colon", ["run", "{good}", "--window", "5s"], "--window")
+argv_case("run-window-reversed", ["run", "{good}", "--window", "5s:2s"], "--window")
+argv_case("run-window-nan", ["run", "{good}", "--window", "nan:5s"], "--window")
+argv_case("run-window-bad-unit", ["run", "{good}", "--window", "1 fortnight:2s"], "--window")
+argv_case("report-window-empty-end", ["report", "{dir}", "--window", "2s:"], "--window")
+argv_case("report-window-inf", ["report", "{dir}", "--window", "0:inf"], "--window")
 
 
 def _output_dir_file(d: Path) -> tuple[list[str], str]:
