@@ -345,7 +345,11 @@ class Session:
         self.state.done("cc")
 
     def _read_switch_logs(self) -> None:
-        for title, path in _best_effort_logs(self.dataplane):
+        try:
+            logs = list(self.dataplane.switch_logs().items())
+        except Exception:  # noqa: BLE001 - a log must never stop the teardown
+            logs = []
+        for title, path in logs:
             self.log.append_file(f"switch {title}", path)
 
     def _write_results(self, exc_type, exc, tb) -> bool:
@@ -397,10 +401,3 @@ def _best_effort(fn) -> dict:
         return fn()
     except Exception as exc:
         return {"error": str(exc)}
-
-
-def _best_effort_logs(dataplane) -> list[tuple[str, Path]]:
-    try:
-        return list(dataplane.switch_logs().items())
-    except Exception:  # noqa: BLE001 - a log must never stop the teardown
-        return []

@@ -102,6 +102,25 @@ def test_identity_follows_exec_but_not_reuse():
 
 # -- the run's side ------------------------------------------------------------------------------
 
+def test_a_childs_identity_is_taken_once_and_kept(tmp_path):
+    """The session records a child again and again (each worker started, all READY): the identity
+    is the first one taken, so a later record cannot pick up whoever holds the pid by then."""
+    state = RunState("44-x", tmp_path / "results", directory=tmp_path)
+    proc = decoy("mn_harness.worker")
+    try:
+        first = state.process(proc.pid, "w")
+        assert first is not None and first.group and first.netns  # what mnexec -d gives a worker
+        assert state.process(proc.pid, "w") is first
+        capture = state.process(proc.pid, "tcpdump", netns=False)
+        assert capture is not None and not capture.netns
+    finally:
+        proc.kill()
+        proc.wait()
+    assert state.process(proc.pid, "w") is first  # reaped: still the identity taken while it lived
+    assert state.process(proc.pid, "other") is None  # gone: nothing new can be recorded under it
+    state.finish()
+
+
 def test_state_file_stays_until_every_section_is_done(tmp_path):
     state = RunState("42-x", tmp_path / "results", directory=tmp_path)
     assert state.path.is_file() and state.finish()  # nothing recorded: nothing to keep
