@@ -108,6 +108,7 @@ def test_a_childs_identity_is_taken_once_and_kept(tmp_path):
     state = RunState("44-x", tmp_path / "results", directory=tmp_path)
     proc = decoy("mn_harness.worker")
     try:
+        wait_started(proc)  # a child between fork and exec has no command line yet
         first = state.process(proc.pid, "w")
         assert first is not None and first.group and first.netns  # what mnexec -d gives a worker
         assert state.process(proc.pid, "w") is first
