@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mn_harness.collectives import ring
 from mn_harness.config import Experiment
 from mn_harness.runner import run_experiment
-from mn_harness.worker import ring
 from tests.helpers import small_demo
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

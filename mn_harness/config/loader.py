@@ -111,9 +111,9 @@ def parse_yaml(text: str, where: str) -> Any:
         raise ConfigError(where, f"not valid YAML: nested deeper than {MAX_DEPTH} levels") from None
 
 
-def read_text_file(path: str | Path, what: str = "an experiment file",
-                   max_bytes: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a small regular file; ConfigError naming the file otherwise."""
+def read_file_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most max_bytes (never a FIFO, which would block, nor a
+    device such as /dev/zero, which never ends); ConfigError naming the file otherwise."""
     where = shown(str(path))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -139,7 +139,14 @@ def read_text_file(path: str | Path, what: str = "an experiment file",
         raise ConfigError(where, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def read_text_file(path: str | Path, what: str = "an experiment file",
+                   max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a small regular file; ConfigError naming the file otherwise."""
+    where = shown(str(path))
+    data = read_file_bytes(path, what, max_bytes)
     if data.startswith((b"\xff\xfe\0\0", b"\0\0\xfe\xff")):
         raise ConfigError(where, "is UTF-32 text; save it as UTF-8")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):

@@ -8,6 +8,7 @@ writes what the case needs there and returns the command line and the name to ex
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 from collections.abc import Callable
@@ -253,7 +254,7 @@ bad_value("workers-twice", "jobs[0].workers", ["h1", "h1"], "jobs[0].workers[1]"
 bad_value("worker-switch", "jobs[0].workers", ["h1", "s1"], "jobs[0].workers[1]")
 bad_value("worker-unknown", "jobs[1].workers", ["h2", "h9"], "jobs[1].workers[1]")
 bad_value("worker-two-jobs", "jobs[1].workers", ["h2", "h1"], "jobs[1].workers[1]")
-bad_value("collective-unknown", "jobs[0].collective", "tree_allreduce")
+bad_value("collective-unknown", "jobs[0].collective", "hierarchical_allreduce")
 bad_value("bytes-and-params", "jobs[0].model_params", "1M", "jobs[0].bytes_per_iteration")
 bad_value("bytes-neither", "jobs[0].bytes_per_iteration", _DELETE)
 bad_value("bytes-zero", "jobs[0].bytes_per_iteration", 0)
@@ -394,6 +395,100 @@ def _file_case(command: str, id: str, data, expect: str | None) -> Case:
         extra = ["--no-plots"] if command != "validate" else []
         return [command, str(path), *extra], expect if expect is not None else str(path)
     return Case(f"{command}:{id}", make)
+
+
+# The iteration's other forms (phases, compute mappings, presets, stragglers, traces): the same
+# finite-number checks and limits, whichever form says it.
+SHORT_FORM = ("bytes_per_iteration", "compute", "collective")
+
+
+def bad_form(id: str, form: dict, expect: str) -> None:
+    """job1's iteration written as `form` instead of the short form."""
+    def apply(raw: dict) -> None:
+        job = raw["jobs"][0]
+        for key in SHORT_FORM:
+            job.pop(key, None)
+        job.update(form)
+    bad_file(id, lambda: mutated(apply), expect)
+
+
+def _comm(nbytes, **kw) -> dict:
+    return {"collective": "ring_allreduce", "bytes": nbytes, **kw}
+
+
+bad_form("phases-not-list", {"phases": "compute then ring"}, "jobs[0].phases")
+bad_form("phases-empty", {"phases": []}, "jobs[0].phases")
+bad_form("phases-no-comm", {"phases": [{"compute": "10ms"}]}, "jobs[0].phases")
+bad_form("phases-key-newline", {"phases": [{"compute": "1ms"}, _comm("1MB", **{"by\ntes": 1})]},
+         "'by\\ntes'")
+bad_form("phases-bytes-nan", {"phases": [_comm(float("nan"))]}, "jobs[0].phases[0].bytes")
+bad_form("phases-bytes-inf", {"phases": [_comm("infMB")]}, "jobs[0].phases[0].bytes")
+bad_form("phases-over-1TB", {"phases": [_comm("600GB"), _comm("600GB")]}, "jobs[0].phases")
+bad_form("phases-compute-over-hour", {"phases": [{"compute": "2000s"}, _comm("1MB"), {"compute": "2000s"}]},
+         "jobs[0].phases")
+bad_form("phases-compute-1e400", {"phases": [{"compute": 1e400}, _comm("1MB")]}, "jobs[0].phases[0].compute")
+bad_form("phases-waits-forward", {"phases": [{"compute": "1ms", "waits": [1]}, _comm("1MB")]},
+         "jobs[0].phases[0].waits[0]")
+bad_form("phases-too-many", {"phases": [_comm("1kB")] * 300}, "jobs[0].phases")
+bad_form("phases-pipeline-forward-inf", {"phases": [_comm("1MB", collective="pipeline", micro_batches=2,
+                                                         forward=float("inf"))]}, "jobs[0].phases[0].forward")
+bad_form("compute-mean-nan", {"bytes_per_iteration": "1MB", "compute": {"mean": float("nan")}},
+         "jobs[0].compute.mean")
+bad_form("compute-jitter-inf", {"bytes_per_iteration": "1MB", "compute": {"mean": "10ms", "jitter": float("inf")}},
+         "jobs[0].compute.jitter")
+bad_form("compute-distribution-unknown", {"bytes_per_iteration": "1MB",
+                                          "compute": {"mean": "10ms", "distribution": "cauchy"}},
+         "jobs[0].compute.distribution")
+bad_form("compute-mean-two-hours", {"bytes_per_iteration": "1MB", "compute": {"mean": "2h"}}, "jobs[0].compute")
+bad_form("model-unknown", {"model": "gpt-17", "compute": "10ms"}, "jobs[0].model")
+bad_form("model-and-bytes", {"model": "resnet50", "bytes_per_iteration": "1MB", "compute": "10ms"}, "jobs[0]")
+bad_form("model-params-inf", {"model_params": float("inf"), "compute": "10ms"}, "jobs[0].model_params")
+bad_form("model-params-5e11", {"model_params": "500G", "compute": "10ms"}, "jobs[0].model_params")
+bad_form("scale-real-link-nan", {"bytes_per_iteration": "1MB", "compute": "10ms",
+                                 "scale": {"real_link": float("nan")}}, "jobs[0].scale.real_link")
+bad_form("overlap-on-ps", {"bytes_per_iteration": "1MB", "compute": "10ms", "collective": "parameter_server",
+                           "overlap": {}}, "jobs[0]")
+bad_form("trace-dev-zero", {"trace": "/dev/zero"}, "jobs[0].trace")
+bad_form("trace-missing", {"trace": "nowhere.et"}, "jobs[0].trace")
+bad_form("trace-directory", {"trace": "/tmp"}, "jobs[0].trace")
+bad_form("trace-not-string", {"trace": 7}, "jobs[0].trace")
+bad_value("straggler-delay-nan", "jobs[0].stragglers", [{"ranks": [0], "delay": float("nan")}],
+          "jobs[0].stragglers[0].delay")
+bad_value("straggler-delay-a-day", "jobs[0].stragglers", [{"ranks": [0], "delay": "1d"}],
+          "jobs[0].stragglers[0].delay")
+bad_value("straggler-rank-out-of-range", "jobs[0].stragglers", [{"ranks": [5], "slowdown": 2}],
+          "jobs[0].stragglers[0].ranks[0]")
+bad_value("straggler-slowdown-inf", "jobs[0].stragglers", [{"ranks": [0], "slowdown": float("inf")}],
+          "jobs[0].stragglers[0].slowdown")
+bad_value("servers-also-worker", "jobs[0].servers", ["h1"], "jobs[0].servers[0]")
+
+
+def _trace_case(id: str, make_trace: Callable[[Path], None]) -> None:
+    """A job whose trace (next to the experiment file) is a FIFO, a gzip bomb, garbage ..."""
+    def make(d: Path) -> tuple[list[str], str]:
+        make_trace(d / "t.et")
+        raw = copy.deepcopy(BASE)
+        for key in SHORT_FORM:
+            raw["jobs"][0].pop(key, None)
+        raw["jobs"][0]["trace"] = "t.et"
+        return ["validate", str(write(d, "trace.yaml", yaml.safe_dump(raw)))], "jobs[0].trace"
+    case(f"validate:{id}", make)
+
+
+def _fifo_trace(path: Path) -> None:
+    os.mkfifo(path)
+    path.chmod(0o666)
+
+
+def _gzip_bomb(path: Path) -> None:  # 128 KiB that inflate to 128 MiB
+    write(path.parent, path.name, gzip.compress(b"\0" * (128 << 20), compresslevel=9))
+
+
+_trace_case("trace-fifo", _fifo_trace)
+_trace_case("trace-gzip-bomb", _gzip_bomb)
+_trace_case("trace-garbage", lambda p: write(p.parent, p.name, b"\xff" * 64))
+_trace_case("trace-truncated-gzip", lambda p: write(p.parent, p.name, gzip.compress(b"\x01" * 4096)[:40]))
+_trace_case("trace-empty", lambda p: write(p.parent, p.name, b""))
 
 
 # validate gets every file; run and compare read files through the same reader and validation
