@@ -202,7 +202,9 @@ def test_a_full_results_file_system_is_one_line_and_tears_down(tmp_path, state_d
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=True)
     try:
-        (mount / "filler").write_bytes(b"\0" * (200 << 10))
+        # ~150 KiB left: config.yaml, harness.log and the workers' spec and stderr files fit
+        # (tmpfs gives each file at least a 4 KiB page), the rows of 2000 iterations do not
+        (mount / "filler").write_bytes(b"\0" * (100 << 10))
         veths = root_veths()
         proc = start_run(experiment_file(tmp_path, 2000, job={"compute": "5ms", "bytes_per_iteration": "64KB"}), mount)
         state = wait_for_state(state_dir, str(proc.pid), lambda s: len(workers_of(s)) == 4, proc=proc)
