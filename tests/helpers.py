@@ -17,6 +17,15 @@ def small_demo(iterations: int = 4, bytes_per_iteration: str = "2MB", compute: s
     return raw
 
 
+def two_switch_line(**run) -> dict:
+    """h1 - s1 - s2 - h2 at 1 Gbit/s, one job across it, Linux data plane; `run` options added."""
+    return {"hosts": ["h1", "h2"], "switches": ["s1", "s2"], "link_defaults": {"bw": "1Gbit"},
+            "links": [{"endpoints": ["h1", "s1"]}, {"endpoints": ["s1", "s2"]}, {"endpoints": ["s2", "h2"]}],
+            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
+                      "compute": "10ms", "iterations": 1}],
+            "run": {"dataplane": "linux", **run}}
+
+
 ITER_HEADER = "job,rank,iteration,t_start,t_comm_start,t_comm_end,iter_time,comm_time,bytes_sent"
 
 
@@ -153,16 +162,17 @@ def struct_ops_ids() -> set[int]:
 
 def assert_nothing_left(state, namespaces: set[int], veths_before: set[str], timeout: float = 20) -> None:
     """No process the run recorded is alive, none of its network namespaces exists, no veth
-    appeared in the root namespace, none of its congestion controls is registered and none of
-    their struct_ops maps is held by the kernel (namespaces and maps are freed asynchronously:
-    waited for up to `timeout`)."""
+    appeared in the root namespace, none of its congestion controls is registered, none of
+    their struct_ops maps is held by the kernel and none of its egress programs is loaded
+    (namespaces, maps and programs are freed asynchronously: waited for up to `timeout`)."""
     import time
 
     from mn_harness.cc.manager import available_congestion_controls
-    from mn_harness.state import UnregisterCongestionControl
+    from mn_harness.state import EgressProgramGone, UnregisterCongestionControl
 
     ccs = [r for records in state.sections.values() for r in records
            if isinstance(r, UnregisterCongestionControl)]
+    programs = [r for records in state.sections.values() for r in records if isinstance(r, EgressProgramGone)]
     deadline = time.monotonic() + timeout
     while True:
         problems = [f"{p.describe()} alive" for p in state.processes() if p.alive()]
@@ -173,6 +183,7 @@ def assert_nothing_left(state, namespaces: set[int], veths_before: set[str], tim
         problems += [f"{cc.name} registered" for cc in ccs if cc.name in available_congestion_controls()]
         problems += [f"struct_ops map {cc.map_id} ({cc.name}) held" for cc in ccs
                      if cc.map_id and cc.map_id in struct_ops_ids()]
+        problems += [f"{p.describe()} loaded" for p in programs if p.loaded()]
         if not problems:
             return
         if time.monotonic() > deadline:

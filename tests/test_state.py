@@ -17,6 +17,7 @@ import pytest
 
 from mn_harness.state import (
     KINDS,
+    EgressProgramGone,
     KillProcess,
     RemoveDirectory,
     RunState,
@@ -142,7 +143,7 @@ def test_state_file_stays_until_every_section_is_done(tmp_path):
 
 def test_every_kind_round_trips(tmp_path):
     examples = [KillProcess(1, 2, ("a", "b"), "x", True, True), RemoveDirectory("/tmp/mn-harness-y"),
-                UnregisterCongestionControl("mlreno_1", 3, "")]
+                UnregisterCongestionControl("mlreno_1", 3, ""), EgressProgramGone(7, "s1-eth1")]
     assert {type(e) for e in examples} == set(KINDS.values())
     state = RunState("44-x", tmp_path, directory=tmp_path)
     state.record("all", examples)

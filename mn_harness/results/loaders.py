@@ -343,6 +343,7 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
                     depth=_finite(r["depth"]),
                     marks=_finite(r["marks"]) if r.get("marks") not in (None, "") else 0.0,
                     job_bytes=job_bytes,
+                    drops=float(r["drops"]) if r.get("drops") not in (None, "") else None,
                 )
             )
         except (KeyError, ValueError):

@@ -64,6 +64,7 @@ from mn_harness.state.files import (
 )
 from mn_harness.state.records import (
     KINDS,
+    EgressProgramGone,
     KillProcess,
     RemoveDirectory,
     StateFileError,
@@ -75,7 +76,8 @@ from mn_harness.state.records import (
     undo_kind,
 )
 
-__all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "KillProcess",
+__all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "EgressProgramGone",
+           "KillProcess",
            "RemoveDirectory", "RunState", "StateFile", "StateFileError", "StateWriteError", "TeardownIncomplete",
            "Undo", "UnregisterCongestionControl", "abort_tcp_sockets", "check_state_dir", "clean", "load_state_file",
            "proc_cmdline", "proc_start_time", "read_state_files", "state_dir", "undo_kind"]

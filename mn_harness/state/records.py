@@ -179,6 +179,44 @@ class RemoveDirectory(Undo):
 
 @undo_kind
 @dataclass(frozen=True)
+class EgressProgramGone(Undo):
+    """The Linux data plane's tc egress BPF program on one interface: loaded by tc, reached by
+    id, nothing pinned, so it goes with its namespace once the run's processes are killed. The
+    record only checks that it went (an id is reused only after 2^31 loads; its name is checked
+    too), waiting a little: the kernel frees a namespace asynchronously."""
+
+    kind: ClassVar[str] = "egress_program"
+    order: ClassVar[int] = 35
+    prog_id: int
+    intf: str = ""
+    WAIT_S: ClassVar[float] = 5.0
+
+    def describe(self) -> str:
+        return f"egress program {self.prog_id} on {self.intf or '?'}"
+
+    def loaded(self) -> bool:
+        from mn_harness.bpf.errors import BpfError  # BPF tooling only when needed
+        from mn_harness.bpf.syscall import prog_map_ids
+        from mn_harness.dataplane.egress.build import PROGRAM_NAME
+
+        try:
+            return prog_map_ids(self.prog_id)[0] == PROGRAM_NAME
+        except BpfError:
+            return False
+
+    def undo(self, log: Log) -> bool:
+        deadline = time.monotonic() + self.WAIT_S
+        while self.loaded():
+            if time.monotonic() > deadline:
+                log(f"{self.describe()} is still loaded: its namespace is alive (a process of the "
+                    "run survived?)")
+                return False
+            time.sleep(0.1)
+        return True
+
+
+@undo_kind
+@dataclass(frozen=True)
 class UnregisterCongestionControl(Undo):
     """A BPF struct_ops congestion control the run registered (it outlives the process)."""
 

@@ -139,8 +139,8 @@ def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
     # key) would make both runs compile at once and start their switches tens of seconds apart,
     # on a loaded 2-core machine after the first run has already finished: compile it first.
     compile_p4(resolve_program(None))
-    spec = tmp_path / "demo.yaml"
     iterations = 6
+    spec = tmp_path / "demo.yaml"
     spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=iterations)))
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
     procs = []
