@@ -25,8 +25,22 @@ EXIT_INTERRUPTED = 130
 
 
 def one_line(text: object) -> str:
-    """`text` with every run of whitespace (newlines included) folded into one space."""
-    return " ".join(str(text).split())
+    """`text` with every run of whitespace (newlines included) folded into one space and every
+    other control character (an ANSI escape, a NUL) written as its escape sequence, so a message
+    is one line and nothing in it can drive the terminal."""
+    folded = " ".join(str(text).split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in folded)
+
+
+def shown(value: object) -> str:
+    """How a name taken from input (a YAML key, a file name) is echoed in a message: as it is
+    when it is plain printable text without spaces, else as its repr(), so a key holding a
+    newline cannot print a second line (one that could impersonate a message) and an ANSI
+    escape never reaches the terminal."""
+    text = str(value)
+    if isinstance(value, str) and text and all(c.isprintable() and not c.isspace() for c in text):
+        return text
+    return repr(value)
 
 
 class HarnessError(Exception):
@@ -58,4 +72,4 @@ class ConfigError(UsageError, ValueError):
 
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ConfigError",
-           "HarnessError", "RunError", "UsageError", "one_line"]
+           "HarnessError", "RunError", "UsageError", "one_line", "shown"]

@@ -31,15 +31,23 @@ class RunLog:
 
     def _write(self, text: str) -> None:
         if self._file is None:
-            self._pending.append(text)
+            if self.path is None:  # not attached yet: kept until it is
+                self._pending.append(text)
             return
-        self._file.write(text)
-        self._file.flush()
+        try:
+            self._file.write(text)
+            self._file.flush()
+        except OSError as exc:  # a full results disk: the run goes on, printing only; the
+            self._drop(exc)     # results writer then says what failed, in one line
 
     def attach(self, results_dir: Path) -> None:
         """Start writing results_dir/harness.log (with the messages logged so far)."""
         self.path = Path(results_dir) / HARNESS_LOG
-        self._file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
+        try:
+            self._file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
+        except OSError as exc:
+            self._drop(exc)
+            return
         pending, self._pending = self._pending, []
         for text in pending:
             self._write(text)
@@ -61,9 +69,23 @@ class RunLog:
         text = data[-max_bytes:].decode(errors="replace")
         self.section(title + (f" (last {max_bytes} bytes)" if cut else ""), text)
 
+    def _drop(self, exc: OSError) -> None:
+        """Stop writing harness.log (it cannot be written), once, saying so on the terminal."""
+        file, self._file, self._pending = self._file, None, []
+        if file is not None:
+            try:
+                file.close()
+            except OSError:
+                pass
+        if self.sink is not None:
+            self.sink(f"harness.log: not written any more ({exc.strerror or exc})")
+
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:
+                pass
             self._file = None
 
 

@@ -9,10 +9,15 @@
     s.results_dir                                        # written on leaving the block
 
 Leaving the block — normally, by an exception, Ctrl-C or SIGTERM — tears everything down in
-order (stop the jobs and sample the data plane, stop captures, read switch logs, stop the network,
-save CC telemetry, unregister CCs) and then writes the results (CSVs, summary.json with status and
+order (stop the jobs, destroy the TCP sockets they left and sample the data plane, stop captures,
+read switch logs, stop the network, save CC telemetry, unregister CCs and wait until the kernel
+freed their struct_ops maps) and then writes the results (CSVs, summary.json with status and
 provenance, harness.log), each step even if an earlier one failed, and hands the folder to the
-user behind sudo. Callbacks get the session: `on_network_up` once the network is built,
+user behind sudo. SIGTERM/SIGHUP act as Ctrl-C throughout, teardown included: a second one cuts
+the current step short. The run's state file (mn_harness.state) lists what each step must undo,
+by exact process identity, loses a step's records only once that step finished and is removed
+last, so `mn-harness clean` can finish a teardown that was cut short (TeardownIncomplete says so
+in one line). Callbacks get the session: `on_network_up` once the network is built,
 `on_jobs_started` after the common start, `on_iteration(session, job, iteration)` when every rank
 of a job has finished an iteration (polled every 0.2 s, so it runs while later ones go on)."""
 
@@ -25,7 +30,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +39,18 @@ from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.dataplane import select_dataplane
-from mn_harness.errors import UsageError
+from mn_harness.errors import UsageError, one_line
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.ownership import hand_over, make_dirs
+from mn_harness.ownership import hand_over
+from mn_harness.results import folder
 from mn_harness.results.collect import write_cc_telemetry
+from mn_harness.results.folder import ResultsWriteError
 from mn_harness.results.summary import write_run_results
 from mn_harness.runlog import RunLog
-from mn_harness.state import RunState
+from mn_harness.state import RunState, TeardownIncomplete, UnregisterCongestionControl
 from mn_harness.units import parse_bandwidth
 
 CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
@@ -77,16 +83,8 @@ def terminate_as_interrupt():
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
-    # absolute: workers run with their raw/ folder as cwd and are handed paths under it
-    root = make_dirs(Path(out_root or experiment.run.output_dir)).absolute()
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{experiment.name}-{stamp}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = root / f"{experiment.name}-{stamp}-{suffix}"
-    (path / "raw").mkdir(parents=True)
-    return path
+    """The run's new, absolute results folder (mn_harness.results.folder.make_results_dir)."""
+    return folder.make_results_dir(experiment.name, out_root or experiment.run.output_dir)
 
 
 class Session:
@@ -145,6 +143,7 @@ class Session:
                                     log=self.log, on_change=self._record_processes)
         self.launcher.start()
         self.t0 = self.launcher.release()
+        self._record_processes()  # every worker is READY: each one's identity is readable now
         self.dataplane.start_telemetry(self.results_dir, self.t0)
         self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n} workers, "
                                       f"{j.iterations} iterations)" for j in self.experiment.jobs))
@@ -160,7 +159,7 @@ class Session:
         assert self.launcher is not None
         limit = timeout_s or self.experiment.run.timeout_s or self.launcher.default_timeout()
         try:
-            self.launcher.wait(limit, on_tick=self._tick)
+            self.launcher.wait(limit, on_tick=self._tick, check=self.dataplane.check_alive)
         except JobError as exc:
             if self.killed:
                 raise JobError(f"{exc} (the script killed {', '.join(self.killed)})") from None
@@ -231,7 +230,11 @@ class Session:
         self.log.attach(self.results_dir)
         self.provenance = provenance.collect(bpf_cc=any(j.cc.is_bpf for j in exp.jobs),
                                              dataplane=self.dataplane.name, argv=self._argv)
-        (self.results_dir / "config.yaml").write_text(experiment_to_yaml(config))
+        try:
+            (self.results_dir / "config.yaml").write_text(experiment_to_yaml(config))
+        except OSError as exc:
+            raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
+                                    f"{exc.strerror or exc}") from None
         self.state = RunState(f"{os.getpid()}-{self.results_dir.name}", self.results_dir)
         self.ccm = CongestionControlManager(CC_CACHE, log=self.log)
         self.network = EmulatedNetwork(exp, plan, self.dataplane)
@@ -243,17 +246,19 @@ class Session:
         self._started = time.monotonic()
         # Teardown runs in reverse order of registration, each step even if a later-registered
         # one failed: stop jobs, stop captures, stop the network, save CC telemetry, unregister
-        # CCs, write results. The signal handlers stay until the very end.
+        # CCs, write results (an exit callback: it sees what went wrong before it). The signal
+        # handlers stay until the very end.
         stack.enter_context(terminate_as_interrupt())
-        stack.callback(self._write_results)
-        stack.callback(self.ccm.close)
+        stack.push(self._write_results)
+        stack.callback(self._unregister_ccs)
         stack.callback(lambda: self.extra.update(cc_telemetry_rows=self._save_cc_telemetry()))
-        stack.callback(self.network.stop)
+        stack.callback(self._stop_network)
         stack.callback(self._read_switch_logs)
         stack.callback(self._stop_captures)
         stack.callback(self._stop_jobs_and_sample)
         self.ccm.prepare({job.cc for job in exp.jobs})
-        self.state.set("bpf_cc", self.ccm.registered_names())
+        self.state.record("cc", (UnregisterCongestionControl(name, map_id, bpftool)
+                                 for name, map_id, bpftool in self.ccm.registered()))
         self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
         self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
                  f"{len(exp.links)} links ({self.dataplane.name} data plane)")
@@ -270,14 +275,20 @@ class Session:
             self.interact()
 
     def _record_processes(self) -> None:
+        """Every process the run started, per teardown step, by exact identity, taken while
+        they are unreaped children of this process (so no pid can have been reused yet). Node
+        shells, workers and captures lead their own process groups (mnexec -d)."""
         if self.network is None:
             return
-        procs = [(pid, f"mininet:{name}") for name, pid in self.network.node_pids().items()]
+        state = self.state
+        state.record("network", (state.process(pid, f"mininet:{name}")
+                                 for name, pid in self.network.node_pids().items()))
         if self.launcher is not None:
-            procs += [(pid, WORKER_MODULE) for pid in self.launcher.pids()]
-        procs += [(pid, CAPTURE_MARKER) for pid in self.capture.pids()]
-        self.state.set_processes(procs)
-        self.state.set("dataplane", self.dataplane.state())
+            state.record("jobs", (state.process(pid, WORKER_MODULE) for pid in self.launcher.pids()))
+        if self.capture.captures:
+            state.record("captures", (state.process(pid, CAPTURE_MARKER, netns=False)
+                                      for pid in self.capture.pids()))
+        state.record("dataplane", self.dataplane.undo_records())
 
     def _tick(self) -> None:
         if not self.on_iteration or self.launcher is None:
@@ -290,7 +301,7 @@ class Session:
                     hook(self, job, iteration)
 
     # -- teardown ----------------------------------------------------------------------------
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             self.status = "interrupted"
         elif exc is not None:
@@ -300,12 +311,16 @@ class Session:
         if exc is not None:
             self.log(f"run {self.status}")
         stack, self._stack = self._stack, None
-        if stack is not None:
-            stack.close()
+        # the stack sees the exception, so the last step can say what cut the teardown short
+        return bool(stack.__exit__(exc_type, exc, tb)) if stack is not None else False
 
     def _stop_jobs_and_sample(self) -> None:
         if self.launcher is not None:
             self.launcher.stop()
+        if self.network is not None:
+            self.network.abort_connections()
+        self.state.done("jobs")
+        if self.launcher is not None:
             for w in self.launcher.workers:
                 self.log.append_file(f"worker {w.job} rank {w.rank} on {w.host}: stderr", w.stderr_path)
         self.extra.update(self.dataplane.stop_telemetry())
@@ -317,14 +332,33 @@ class Session:
             self.extra["pcap"] = self.capture.stop()
             for link, info in self.extra["pcap"].items():
                 self.log(f"pcap: {link}: {info['tcpdump'] or 'stopped'} -> {info['file']}")
+        self.state.done("captures")
+
+    def _stop_network(self) -> None:
+        assert self.network is not None
+        self.network.stop()
+        self.state.done("dataplane")
+        self.state.done("network")
+
+    def _unregister_ccs(self) -> None:
+        self.ccm.close()
+        self.state.done("cc")
 
     def _read_switch_logs(self) -> None:
-        for title, path in _best_effort_logs(self.dataplane):
+        try:
+            logs = list(self.dataplane.switch_logs().items())
+        except Exception:  # noqa: BLE001 - a log must never stop the teardown
+            logs = []
+        for title, path in logs:
             self.log.append_file(f"switch {title}", path)
 
-    def _write_results(self) -> None:
+    def _write_results(self, exc_type, exc, tb) -> bool:
+        """The last teardown step: the results, then the state file goes unless a step left
+        something to undo (then TeardownIncomplete, naming it and `mn-harness clean`)."""
         assert self.results_dir is not None
-        self.state.remove()
+        pending = self.state.pending()
+        if pending:
+            self.extra["teardown"] = f"incomplete: {', '.join(pending)}"
         if self.link_changes:
             self.extra["link_changes"] = self.link_changes
         if self.label is not None:
@@ -332,13 +366,25 @@ class Session:
         self.log(f"status: {self.status}")
         self.extra["provenance"] = provenance.finish(self.provenance)
         try:
-            write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
-                              {"status": self.status, **self.extra})
+            try:
+                write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
+                                  {"status": self.status, **self.extra})
+            except OSError as write_error:  # a full or failing results disk
+                raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
+                                        f"{write_error.strerror or write_error}") from None
             for after in self.after_results:
                 after(self.results_dir)
         finally:
             self.log.close()
             hand_over(self.results_dir)
+            if not self.state.finish():
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                why = "interrupted" if interrupted else one_line(exc or "failed")
+                raise TeardownIncomplete(
+                    f"teardown incomplete ({', '.join(pending)} left: {why}): run `sudo mn-harness clean` "
+                    f"to finish it (kept in {self.state.path}); partial results in {self.results_dir}",
+                    interrupted=interrupted) from exc
+        return False
 
     def _save_cc_telemetry(self) -> int:
         try:
@@ -355,10 +401,3 @@ def _best_effort(fn) -> dict:
         return fn()
     except Exception as exc:
         return {"error": str(exc)}
-
-
-def _best_effort_logs(dataplane) -> list[tuple[str, Path]]:
-    try:
-        return list(dataplane.switch_logs().items())
-    except Exception:  # noqa: BLE001 - a log must never stop the teardown
-        return []

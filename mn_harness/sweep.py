@@ -12,6 +12,7 @@ report's (mn_harness.report.compare)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -21,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.config import Experiment
-from mn_harness.config.overrides import apply_variant, expand_set_specs, variant_label
-from mn_harness.errors import ConfigError
+from mn_harness.config.loader import read_json_file
+from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
+from mn_harness.errors import ConfigError, shown
 from mn_harness.ownership import hand_over, make_dirs
 from mn_harness.progress import format_eta, sweep_eta_s
 
 PLAN_FILE = "plan.json"
+MAX_RUNS = 10_000  # CCs x --set combinations x repetitions in one comparison
 
 
 def run_label(cc: str | None, assignments: Sequence[tuple[str, Any]]) -> str:
@@ -38,6 +41,9 @@ def build_plan(ccs: Sequence[str | None], sets: Sequence[str], repeat: int) -> l
     """One entry per CC × --set combination × repetition, in that order."""
     if repeat < 1:
         raise ConfigError("--repeat", f"must be >= 1, got {repeat}")
+    count = len(ccs) * repeat * math.prod(len(parse_set_spec(s)) for s in sets)
+    if count > MAX_RUNS:
+        raise ConfigError("--cc x --set x --repeat", f"{count} runs; at most {MAX_RUNS} in one comparison")
     variants = expand_set_specs(sets)
     plan = []
     for cc in ccs:
@@ -79,16 +85,26 @@ class Sweep:
         os.replace(tmp, self.plan_path)
 
     def experiments(self) -> list[Experiment]:
-        """Every run's experiment, validated (raises ConfigError before anything runs)."""
-        return [experiment_for(self.raw, entry, self.experiment) for entry in self.runs]
+        """Every run's experiment, validated (raises ConfigError before anything runs; a --set
+        variant's error says which variant)."""
+        out = []
+        for entry in self.runs:
+            try:
+                out.append(experiment_for(self.raw, entry, self.experiment))
+            except ConfigError as exc:
+                if not entry["set"] or exc.path == "--set":
+                    raise
+                raise ConfigError(exc.path, f"{exc.detail} (variant --set "
+                                  f"{shown(variant_label(entry['set']))})") from None
+        return out
 
     def finished(self, entry: dict) -> bool:
         folder = entry.get("results_dir")
         if not folder:
             return False
         try:
-            summary = json.loads(Path(folder, "summary.json").read_text())
-        except (OSError, ValueError):
+            summary = read_json_file(Path(folder, "summary.json"), "a results summary")
+        except ConfigError:  # missing, cut off or not ours: run it again
             return False
         return isinstance(summary, dict) and summary.get("status") == "completed"
 
@@ -101,40 +117,65 @@ def new_sweep(root: Path, raw: dict, name: str, runs: list[dict]) -> Sweep:
     """A new sweep folder under `root` (never an existing one: a second sweep started in the
     same second gets a suffix)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    make_dirs(root)
-    for suffix in range(1, 1000):
-        folder = root / (f"{name}-compare-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
-        try:
-            folder.mkdir()
-        except FileExistsError:
-            continue
-        sweep = Sweep(folder, name, raw, runs)
-        sweep.save()
-        return sweep
-    raise ConfigError(str(root), "cannot create a new comparison folder there")
+    try:
+        make_dirs(root)
+        for suffix in range(1, 1000):
+            folder = root / (f"{name}-compare-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                continue
+            sweep = Sweep(folder, name, raw, runs)
+            sweep.save()
+            return sweep
+    except OSError as exc:
+        raise ConfigError(shown(str(root)), f"cannot create a comparison folder there: "
+                                            f"{exc.strerror or exc}") from None
+    raise ConfigError(shown(str(root)), "cannot create a new comparison folder there")
 
 
 def load_sweep(folder: str | Path) -> Sweep:
-    """An existing sweep folder (for resume); ConfigError naming the folder when it is not one."""
+    """An existing sweep folder (for resume); ConfigError naming the folder when it is not one,
+    or its plan.json when that is not a plan this version wrote."""
     folder = Path(folder)
-    where = str(folder)
-    try:
-        saved = json.loads((folder / PLAN_FILE).read_text())
-    except FileNotFoundError:
-        raise ConfigError(where, f"no {PLAN_FILE}: not a comparison folder") from None
-    except OSError as exc:
-        raise ConfigError(where, f"cannot read {PLAN_FILE}: {exc.strerror}") from None
-    except ValueError:
-        raise ConfigError(where, f"{PLAN_FILE} is not valid JSON") from None
+    if not folder.is_dir():
+        raise ConfigError(shown(str(folder)), "no such folder" if not folder.exists() else
+                          "not a folder (give the comparison folder compare wrote)")
+    if not os.path.lexists(folder / PLAN_FILE):
+        raise ConfigError(shown(str(folder)), f"no {PLAN_FILE}: not a comparison folder")
+    where = shown(str(folder / PLAN_FILE))
+    saved = read_json_file(folder / PLAN_FILE, "a comparison plan")
     if (not isinstance(saved, dict) or not isinstance(saved.get("raw"), dict)
-            or not isinstance(saved.get("runs"), list) or not isinstance(saved.get("experiment"), str)
-            or not all(isinstance(r, dict) and {"label", "cc", "set", "repetition"} <= set(r)
-                       for r in saved["runs"])):
-        raise ConfigError(where, f"{PLAN_FILE} is not a comparison plan")
-    for r in saved["runs"]:
+            or not isinstance(saved.get("runs"), list) or not isinstance(saved.get("experiment"), str)):
+        raise ConfigError(where, "not a comparison plan (needs experiment, raw and runs)")
+    if not saved["runs"]:
+        raise ConfigError(where, "runs: the plan has no runs")
+    for i, r in enumerate(saved["runs"]):
+        _check_entry(r, where, f"runs[{i}]")
         r["set"] = [tuple(a) for a in r["set"]]
         r.setdefault("results_dir", None)
     return Sweep(folder, saved["experiment"], saved["raw"], saved["runs"])
+
+
+def _check_entry(entry: Any, where: str, path: str) -> None:
+    """One run of a plan has the shape build_plan gives it."""
+    def bad(what: str) -> ConfigError:
+        return ConfigError(where, f"{path}: {what}")
+
+    if not isinstance(entry, dict) or not {"label", "cc", "set", "repetition"} <= set(entry):
+        raise bad("expected an object with label, cc, set and repetition")
+    if not isinstance(entry["label"], str):
+        raise bad("label: expected a string")
+    if entry["cc"] is not None and not isinstance(entry["cc"], str):
+        raise bad("cc: expected a congestion control name or null")
+    if not isinstance(entry["set"], list) or not all(
+            isinstance(a, list) and len(a) == 2 and isinstance(a[0], str) for a in entry["set"]):
+        raise bad("set: expected a list of [path, value] pairs")
+    rep = entry["repetition"]
+    if isinstance(rep, bool) or not isinstance(rep, int) or rep < 0:
+        raise bad("repetition: expected a whole number >= 0")
+    if entry.get("results_dir") is not None and not isinstance(entry["results_dir"], str):
+        raise bad("results_dir: expected a folder path or null")
 
 
 def run_sweep(sweep: Sweep, run_one: Callable[[Experiment, Path, Callable[[Path], None]], None],

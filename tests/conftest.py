@@ -63,3 +63,14 @@ def topologies(pytestconfig) -> Path:
     """The shipped topologies/ of the checkout under test (pytest's rootdir), wherever the test
     file sits."""
     return pytestconfig.rootpath / "topologies"
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch) -> Path:
+    """A private state directory for the runs of one test (the CLI's subprocesses inherit it):
+    `mn-harness clean` in a test must never see, let alone undo, another engineer's runs."""
+    from mn_harness.state import STATE_DIR_ENV
+
+    path = tmp_path / "state"
+    monkeypatch.setenv(STATE_DIR_ENV, str(path))
+    return path

@@ -80,6 +80,117 @@ def write_folder(root, compute=0.6, comm=0.4, n_iter=4, offset_b=0.0, queue=True
     return root
 
 
+# -- real runs: what a run created (its state file) and that none of it is left ---------------
+
+def load_states(directory: Path, prefix: str) -> list:
+    """The state files `<prefix>-*.json` in `directory` (a run's id starts with its pid)."""
+    from mn_harness.errors import ConfigError
+    from mn_harness.state import load_state_file
+
+    out = []
+    for path in directory.glob(f"{prefix}-*.json"):
+        try:
+            out.append(load_state_file(path))
+        except ConfigError:  # being replaced right now
+            continue
+    return out
+
+
+def wait_for_state(directory: Path, prefix: str, ready, timeout: float = 90, proc=None):
+    """The first state file of run `prefix` for which `ready(state)` holds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for state in load_states(directory, prefix):
+            if ready(state):
+                return state
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended first: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.1)
+    raise AssertionError(f"no ready state file for run {prefix} in {directory}")
+
+
+def workers_of(state) -> list:
+    from mn_harness.jobs.launcher import WORKER_MODULE
+
+    return [p for p in state.processes() if p.label == WORKER_MODULE]
+
+
+def rows_written(state, job: str = "job1", rank: int = 0) -> int:
+    path = Path(state.results_dir) / "raw" / f"{job}-r{rank}.iterations.jsonl"
+    try:
+        return len(path.read_text().splitlines())
+    except OSError:
+        return 0
+
+
+def netns_inode(pid: int) -> int | None:
+    import os
+
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def live_netns_inodes() -> set[int]:
+    import os
+
+    inodes = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                inodes.add(os.stat(f"/proc/{entry}/ns/net").st_ino)
+            except OSError:
+                pass
+    return inodes
+
+
+def root_veths() -> set[str]:
+    import subprocess
+
+    out = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
+
+
+def struct_ops_ids() -> set[int]:
+    from mn_harness.cc.manager import struct_ops_maps
+
+    return set(struct_ops_maps())
+
+
+def assert_nothing_left(state, namespaces: set[int], veths_before: set[str], timeout: float = 20) -> None:
+    """No process the run recorded is alive, none of its network namespaces exists, no veth
+    appeared in the root namespace, none of its congestion controls is registered, none of
+    their struct_ops maps is held by the kernel and none of its egress programs is loaded
+    (namespaces, maps and programs are freed asynchronously: waited for up to `timeout`)."""
+    import time
+
+    from mn_harness.cc.manager import available_congestion_controls
+    from mn_harness.state import EgressProgramGone, UnregisterCongestionControl
+
+    ccs = [r for records in state.sections.values() for r in records
+           if isinstance(r, UnregisterCongestionControl)]
+    programs = [r for records in state.sections.values() for r in records if isinstance(r, EgressProgramGone)]
+    deadline = time.monotonic() + timeout
+    while True:
+        problems = [f"{p.describe()} alive" for p in state.processes() if p.alive()]
+        if namespaces & live_netns_inodes():
+            problems.append("a network namespace of the run exists")
+        if root_veths() - veths_before:
+            problems.append(f"new veths {sorted(root_veths() - veths_before)}")
+        problems += [f"{cc.name} registered" for cc in ccs if cc.name in available_congestion_controls()]
+        problems += [f"struct_ops map {cc.map_id} ({cc.name}) held" for cc in ccs
+                     if cc.map_id and cc.map_id in struct_ops_ids()]
+        problems += [f"{p.describe()} loaded" for p in programs if p.loaded()]
+        if not problems:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("; ".join(problems))
+        time.sleep(0.2)
+
+
 def run_schedule(schedule, state):
     """Play a collective's schedule on block contents: `state[rank][chunk]` is the set of ranks
     whose contribution the block holds. Step by step, every send carries the sender's block as it

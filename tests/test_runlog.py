@@ -26,3 +26,16 @@ def test_a_silent_log_still_writes_the_file(tmp_path):
     log("only in the file")
     log.close()
     assert "only in the file" in (tmp_path / HARNESS_LOG).read_text()
+
+
+def test_a_log_that_cannot_be_written_says_so_once_and_the_run_goes_on(tmp_path):
+    """harness.log on a full disk (/dev/full: every write is ENOSPC): one message, no exception."""
+    (tmp_path / HARNESS_LOG).symlink_to("/dev/full")
+    printed = []
+    log = RunLog(printed.append)
+    log.attach(tmp_path)
+    log("first")
+    log("second")
+    log.section("worker", "text")
+    log.close()
+    assert printed == ["first", "harness.log: not written any more (No space left on device)", "second"]

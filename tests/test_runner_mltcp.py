@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import threading
 import time
@@ -24,8 +25,7 @@ from mn_harness.cc.manager import available_congestion_controls
 from mn_harness.config import Experiment
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.runner import run_experiment
-from mn_harness.state import STATE_DIR
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_states
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SIZES = {"job1": 2_000_000, "job2": 5_000_000}
@@ -40,29 +40,23 @@ def tiny_experiment() -> Experiment:
     return Experiment.from_dict(raw, "cc-harness-tiny")
 
 
-def watch_ss(out_root: Path, seen: list[str], stop: threading.Event) -> None:
+def watch_ss(state_dir: Path, seen: list[str], stop: threading.Event) -> None:
     """While the run lives, `ss -tin` inside h1 (found through the run's state file)."""
     while not stop.is_set():
-        for path in STATE_DIR.glob("*.json"):
-            try:
-                state = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if not str(state.get("results_dir", "")).startswith(str(out_root)):
-                continue
-            for pid, what in state.get("processes", []):
-                if what == "mininet:h1":
-                    proc = subprocess.run(["nsenter", "-t", str(pid), "-n", "ss", "-tin"],
+        for state in load_states(state_dir, str(os.getpid())):
+            for process in state.processes():
+                if process.label == "mininet:h1" and process.alive():
+                    proc = subprocess.run(["nsenter", "-t", str(process.pid), "-n", "ss", "-tin"],
                                           capture_output=True, text=True, timeout=5)
                     seen.append(proc.stdout)
         time.sleep(0.1)
 
 
-def test_mltcp_run_records_telemetry_and_leaves_nothing(tmp_path):
+def test_mltcp_run_records_telemetry_and_leaves_nothing(tmp_path, state_dir):
     exp = tiny_experiment()
     seen: list[str] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=watch_ss, args=(tmp_path, seen, stop), daemon=True)
+    watcher = threading.Thread(target=watch_ss, args=(state_dir, seen, stop), daemon=True)
     watcher.start()
     try:
         results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)

@@ -4,8 +4,16 @@ Why a context manager owning every registration: a BPF struct_ops congestion con
 registered in the kernel after the process that loaded it exits, so a crashed or failed
 experiment would leave `mlreno_...` entries behind. The manager unregisters everything it
 registered in close() (idempotent, also called by __exit__ on errors and by prepare() when
-any step fails), and registered_names() lets the runner record the names so
-`mn-harness clean` can call unregister_by_name() after a hard crash.
+any step fails), and registered() lets the session record each name with its struct_ops map id
+so `mn-harness clean` can call release_struct_ops() after a hard crash.
+
+Unregistered is not yet gone: the kernel frees a struct_ops map only when the last socket that
+uses the congestion control has been destroyed, and sockets orphaned by a killed worker keep
+retransmitting when the path they used has gone (the map stayed 1-2 minutes after a SIGKILLed
+run in one measurement on the 2-core Debian 12 VM, kernel 6.18). So
+release_struct_ops() unregisters and then waits until the map itself is freed, and fails in
+one line when it is not (the session then keeps the state file; `clean` tries again). The map id
+is the exact identity: a name may be registered again by another run once ours is unregistered.
 
 Kernel built-ins (reno, cubic, bbr, ...) are only checked (modprobe tcp_<name> if needed).
 """
@@ -19,6 +27,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +45,8 @@ from mn_harness.cc.errors import CCError, CCUnavailable
 from mn_harness.cc.spec import CCSpec
 
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+STRUCT_OPS_IN_USE = "BPF_STRUCT_OPS_STATE_INUSE"  # registered (TOBEFREE: unregistered, still held)
+FREE_WAIT_S = 15.0  # how long release_struct_ops waits for the kernel to free an unregistered map
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,15}$")
 _KEY = struct.Struct("<IIHHI")  # struct mltcp_key
 _ROW = struct.Struct("<QQQQQII")  # struct mltcp_row
@@ -76,6 +87,56 @@ def unregister_by_name(name: str, *, bpftool: str | None = None) -> None:
         raise CCError(f"could not unregister {name}: {_one_line(proc.stderr + proc.stdout)}")
 
 
+def struct_ops_maps(*, bpftool: str | None = None) -> dict[int, str]:
+    """Every struct_ops map the kernel holds, registered or waiting to be freed: id -> name."""
+    proc = _bpftool("-j", "struct_ops", "list", exe=bpftool, timeout=30)
+    if proc.returncode != 0:
+        raise CCError(f"bpftool struct_ops list failed: {_one_line(proc.stderr + proc.stdout)}")
+    try:
+        return {int(e["id"]): str(e.get("name", "")) for e in json.loads(proc.stdout or "[]")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CCError(f"bpftool struct_ops list: unexpected output ({exc})") from None
+
+
+def struct_ops_state(map_id: int, *, bpftool: str | None = None) -> str | None:
+    """The kernel's state of struct_ops map `map_id` (STRUCT_OPS_IN_USE while registered), None
+    when there is no such map any more."""
+    proc = _bpftool("-j", "struct_ops", "dump", "id", str(map_id), exe=bpftool, timeout=30)
+    if proc.returncode != 0:
+        return None
+    text = (proc.stdout or "").strip() or "[]"
+    try:  # bpftool prints the map's objects one after the other, comma-separated
+        for entry in json.loads(text if text.startswith("[") else f"[{text}]"):
+            for key, value in entry.items():
+                if key.startswith("bpf_struct_ops_") and isinstance(value, dict):
+                    return str(value.get("common", {}).get("state", "unknown"))
+    except (ValueError, AttributeError):
+        pass
+    return "unknown"
+
+
+def release_struct_ops(name: str, *, bpftool: str | None = None, map_id: int = 0,
+                       wait_s: float = FREE_WAIT_S) -> None:
+    """Unregister BPF congestion control `name` (struct_ops map `map_id` when known: only that
+    one) and wait until the kernel has freed the map; CCError when it is still held."""
+    if not _NAME_RE.match(name):
+        raise CCError(f"not a congestion control name: {name!r}")
+    if not map_id:
+        unregister_by_name(name, bpftool=bpftool)
+        return
+    if struct_ops_state(map_id, bpftool=bpftool) == STRUCT_OPS_IN_USE:
+        proc = _bpftool("struct_ops", "unregister", "id", str(map_id), exe=bpftool)
+        if struct_ops_state(map_id, bpftool=bpftool) == STRUCT_OPS_IN_USE:
+            raise CCError(f"could not unregister {name}: {_one_line(proc.stderr + proc.stdout)}")
+    deadline = time.monotonic() + wait_s
+    while struct_ops_maps(bpftool=bpftool).get(map_id) == name:
+        if time.monotonic() > deadline:
+            raise CCError(f"{name} is unregistered but the kernel still holds its struct_ops map "
+                          f"(id {map_id}: sockets of a closing namespace use it); run "
+                          "`mn-harness clean` again in a few minutes")
+        time.sleep(0.1)
+
+
 @dataclass
 class _Instance:
     spec: CCSpec
@@ -99,6 +160,7 @@ class CongestionControlManager:
         self.builder = Builder(cache_dir or default_cache_dir(), log=log)
         self._instances: dict[tuple, _Instance] = {}
         self._registered: list[str] = []  # BPF names we registered and still own
+        self._map_ids: dict[str, int] = {}  # their struct_ops map ids
         self._snapshot: list[dict] = []
         self._closed = False
         self._bpftool_exe: str | None = None  # the bpftool that registered our instances
@@ -165,6 +227,9 @@ class CongestionControlManager:
             proc = _bpftool("struct_ops", "register", str(obj), exe=self._bpftool_exe)
             if name in available_congestion_controls() and proc.returncode == 0:
                 self._registered.append(name)
+                self._map_ids[name] = next((i for i, n in struct_ops_maps(bpftool=self._bpftool_exe).items()
+                                            if n == name and struct_ops_state(i, bpftool=self._bpftool_exe)
+                                            == STRUCT_OPS_IN_USE), 0)
                 self.log(f"cc: registered {name} for {spec.canonical} {params}")
                 return _Instance(spec, name, telemetry_map_name(tag), params)
             if name in available_congestion_controls():
@@ -186,6 +251,11 @@ class CongestionControlManager:
 
     def registered_names(self) -> list[str]:
         return list(self._registered)
+
+    def registered(self) -> list[tuple[str, int, str]]:
+        """(kernel name, struct_ops map id, bpftool path) of every CC this manager registered
+        and has not released: what `mn-harness clean` needs to release them after a crash."""
+        return [(name, self._map_ids.get(name, 0), self._bpftool_exe or "") for name in self._registered]
 
     def read_telemetry(self) -> list[dict]:
         """Rows per socket and iteration from the BPF telemetry maps (last snapshot after
@@ -216,7 +286,7 @@ class CongestionControlManager:
         failures = []
         for name in reversed(self._registered):
             try:
-                unregister_by_name(name, bpftool=self._bpftool_exe)
+                release_struct_ops(name, bpftool=self._bpftool_exe, map_id=self._map_ids.get(name, 0))
                 self.log(f"cc: unregistered {name}")
             except (CCError, OSError, subprocess.SubprocessError) as exc:
                 failures.append(str(exc))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name
+from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
 _KEYS = ("name", "slope", "intercept", "idle_gap")
@@ -59,7 +60,7 @@ class CCSpec:
                                 f"{type(value).__name__}")
         unknown = [k for k in value if k not in _KEYS]
         if unknown:
-            raise CCConfigError(f"{path}.{unknown[0]}", f"unknown key (allowed: {', '.join(_KEYS)})")
+            raise CCConfigError(f"{path}.{shown(unknown[0])}", f"unknown key (allowed: {', '.join(_KEYS)})")
         if "name" not in value:
             raise CCConfigError(f"{path}.name", "missing (e.g. name: mltcp-reno)")
         if not isinstance(value["name"], str):

@@ -12,12 +12,13 @@ scatter) and barriers are refused with one line naming the node."""
 from __future__ import annotations
 
 import heapq
+import zlib
 from pathlib import Path
 
 from mn_harness.chakra import protobuf
 from mn_harness.chakra import trace as et
 from mn_harness.config.workload import MAX_PHASES, CommPhase, ComputePhase, ComputeSpec, Phase
-from mn_harness.errors import ConfigError
+from mn_harness.errors import ConfigError, shown
 
 COLLECTIVES = {et.ALL_REDUCE: "ring_allreduce", et.ALL_GATHER: "all_gather", et.BROADCAST: "broadcast",
                et.ALL_TO_ALL: "all_to_all", et.REDUCE_SCATTER: "reduce_scatter"}
@@ -51,9 +52,12 @@ def ordered(nodes: tuple[et.Node, ...], where: str) -> list[et.Node]:
 def phases_from_trace(path: Path, where: str, workers: tuple[str, ...]) -> tuple[Phase, ...]:
     try:
         trace = et.read(path)
+    except ConfigError as exc:  # not a regular file, too large: named under the YAML path
+        raise ConfigError(where, f"cannot read trace {shown(str(path))}: "
+                                 f"{exc.detail.removeprefix('cannot read: ')}") from None
     except OSError as exc:
         raise ConfigError(where, f"cannot read trace {str(path)!r}: {exc.strerror or exc}") from None
-    except (protobuf.DecodeError, EOFError, ValueError) as exc:  # gzip raises EOFError/BadGzipFile
+    except (protobuf.DecodeError, EOFError, ValueError, zlib.error) as exc:  # a broken gzip stream
         raise ConfigError(where, f"{str(path)!r} is not a Chakra trace: {exc}") from None
     phases: list[Phase] = []
     comm_index: dict[int, int] = {}  # node id -> phase index of its collective

@@ -14,7 +14,7 @@ REDUCE_SCATTER_BLOCK 8, BARRIER 9."""
 
 from __future__ import annotations
 
-import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,9 +102,17 @@ def messages(data: bytes) -> list[bytes]:
     return out
 
 
+def _gunzip(data: bytes) -> bytes:
+    """gzip'd bytes, decompressed to at most MAX_TRACE_BYTES (a small file may inflate to GBs)."""
+    out = zlib.decompressobj(wbits=31).decompress(data, MAX_TRACE_BYTES + 1)
+    if len(out) > MAX_TRACE_BYTES:
+        raise pb.DecodeError(f"larger than {MAX_TRACE_BYTES // 2**20} MiB once decompressed")
+    return out
+
+
 def parse(data: bytes) -> Trace:
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        data = _gunzip(data)
     msgs = messages(data)
     if not msgs:
         raise pb.DecodeError("empty trace")
@@ -113,13 +121,11 @@ def parse(data: bytes) -> Trace:
 
 
 def read(path: Path) -> Trace:
-    with open(path, "rb") as f:
-        data = f.read(MAX_TRACE_BYTES + 1)
-    if len(data) > MAX_TRACE_BYTES:
-        raise pb.DecodeError(f"larger than {MAX_TRACE_BYTES // 2**20} MiB")
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return parse(data)
+    """The trace in a file (ConfigError naming it when it is not a regular file of at most
+    MAX_TRACE_BYTES: a FIFO would block, /dev/zero never ends)."""
+    from mn_harness.config.loader import read_file_bytes  # the one reader of user-side files
+
+    return parse(read_file_bytes(path, "a Chakra trace", MAX_TRACE_BYTES))
 
 
 # -- writing (the generator, tests) ------------------------------------------------------------

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from mn_harness.config import ConfigError, Experiment, load_experiment
 from mn_harness.config.model import DATAPLANES
-from mn_harness.errors import EXIT_INTERRUPTED, UsageError
+from mn_harness.errors import EXIT_INTERRUPTED, UsageError, shown
+from mn_harness.results.folder import check_results_root
 
 EXAMPLES = {
     "validate": "example: mn-harness validate topologies/dumbbell-2jobs.yaml",
@@ -31,7 +32,7 @@ def load(path: str, args: argparse.Namespace) -> Experiment:
     from mn_harness.cc.spec import CCSpec
 
     experiment = load_experiment(path)
-    if getattr(args, "cc", None):
+    if getattr(args, "cc", None) is not None:
         experiment = experiment.with_cc(CCSpec.from_dict(args.cc, "--cc"))
     if getattr(args, "dataplane", None):
         experiment = experiment.with_run(dataplane=args.dataplane)
@@ -84,12 +85,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from mn_harness.state import check_state_dir
+
     experiment = load(args.experiment, args)
     window = parse_window(args.window)
-    if args.pcap:
+    if args.pcap is not None:  # `--pcap ""` too: it would silently capture nothing
         from mn_harness.capture import parse_links
 
         parse_links(args.pcap, experiment)  # a typo is exit 2 before anything is built
+    check_results_root(experiment.run.output_dir if args.out is None else args.out,
+                       "run.output_dir" if args.out is None else "--out")
+    check_state_dir()
     need_root("run")
     from mn_harness.runner import run_experiment
 
@@ -107,9 +113,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    need_root("clean")
-    from mn_harness.state import clean
+    from mn_harness.state import clean, read_state_files
 
+    _, errors = read_state_files()  # a malformed state file is named without root too
+    if errors and os.geteuid() != 0:
+        raise errors[0]
+    need_root("clean")
     removed = clean(include_live=args.force)
     print(f"mn-harness clean: removed {removed} leftover(s)")
     return 0
@@ -118,9 +127,17 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     results_dir = Path(args.results_dir)
     window = parse_window(args.window)
-    if not (results_dir / "summary.json").is_file():
-        raise ConfigError(str(results_dir), "no summary.json (not a results folder)")
-    print_report(results_dir, plots=not args.no_plots, window=window)
+    where = shown(args.results_dir)
+    if not results_dir.is_dir():
+        raise ConfigError(where, "no such folder" if not results_dir.exists() else
+                          "not a folder (give a results folder written by run)")
+    if not os.path.lexists(results_dir / "summary.json"):
+        raise ConfigError(where, "no summary.json (not a results folder)")
+    try:
+        print_report(results_dir, plots=not args.no_plots, window=window)
+    except OSError as exc:  # the folder is read-only, or the disk is full
+        raise ConfigError(where, f"cannot write {shown(exc.filename or 'the report')}: "
+                                 f"{exc.strerror or exc}") from None
     return 0
 
 

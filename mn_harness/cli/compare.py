@@ -10,7 +10,9 @@ from pathlib import Path
 
 from mn_harness.cli.commands import need_root
 from mn_harness.config.loader import default_name, read_experiment_file
-from mn_harness.errors import EXIT_INTERRUPTED, ConfigError
+from mn_harness.errors import EXIT_INTERRUPTED, ConfigError, shown
+from mn_harness.results.folder import check_results_root
+from mn_harness.state import check_state_dir
 
 EXAMPLE = ("examples: sudo mn-harness compare topologies/dumbbell-2jobs.yaml --cc reno,mltcp-reno "
            "--repeat 3;  sudo mn-harness compare --resume results/dumbbell-2jobs-compare-20261201-101500")
@@ -34,10 +36,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mn_harness import sweep as sweeps
 
     if args.resume:
-        if args.experiment or args.cc or args.set:
+        if args.experiment or args.cc is not None or args.set or args.out is not None:
             raise ConfigError("--resume", "takes the comparison folder only (its plan has the rest)")
         sweep = sweeps.load_sweep(args.resume)
-        sweep.experiments()  # still valid with this version?
+        try:
+            sweep.experiments()  # still valid with this version?
+        except ConfigError as exc:
+            raise ConfigError(shown(str(sweep.plan_path)), str(exc)) from None
+        check_results_root(sweep.folder, "--resume")
+        check_state_dir()
         need_root("compare")
     else:
         if not args.experiment:
@@ -47,8 +54,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         runs = sweeps.build_plan(parse_ccs(args.cc), args.set or [], args.repeat)
         first = sweeps.Sweep(Path("."), name, raw, runs)
         experiments = first.experiments()  # one-line error before anything is created
+        root = Path(experiments[0].run.output_dir if args.out is None else args.out)
+        check_results_root(root, "run.output_dir" if args.out is None else "--out")
+        check_state_dir()
         need_root("compare")
-        root = Path(args.out or experiments[0].run.output_dir)
         sweep = sweeps.new_sweep(root, raw, experiments[0].name, runs)
     print(f"comparison folder: {sweep.folder} ({len(sweep.runs)} runs)")
     try:

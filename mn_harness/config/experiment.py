@@ -24,9 +24,11 @@ from mn_harness.config.model import (
     check_name,
 )
 from mn_harness.errors import ConfigError
-from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, MAX_JOBS, MAX_PORTS
+from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
 
 MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
+MAX_NETWORK_NODES = 1024  # hosts + switches: each is a namespace with a shell (and a worker)
+MAX_LINKS = 65536  # the address plan gives link i the /24 10.<i / 256>.<i % 256>.0
 TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
 
 
@@ -103,6 +105,9 @@ class Experiment:
             switch = SwitchConfig.from_dict(s, f"switches[{i}]")
             claim(switch.name, f"switches[{i}]")
             switches.append(switch)
+        if len(hosts) + len(switches) > MAX_NETWORK_NODES:
+            raise ConfigError("hosts", f"{len(hosts)} hosts and {len(switches)} switches; at most "
+                              f"{MAX_NETWORK_NODES} nodes in one experiment")
 
         defaults = raw.get("link_defaults", {})
         check_keys(defaults, "link_defaults", {"bw", "queue", "delay"})
@@ -118,6 +123,8 @@ class Experiment:
                 raise ConfigError(f"links[{i}]", f"duplicate link {link.a}-{link.b} (also {pairs[pair]})")
             pairs[pair] = f"links[{i}]"
             links.append(link)
+            if len(links) > MAX_LINKS:
+                raise ConfigError(f"links[{i}]", f"more than {MAX_LINKS} links (the address plan)")
 
         host_set = set(hosts)
         degree = {h: 0 for h in hosts}
@@ -201,6 +208,13 @@ class Experiment:
         if len(self.jobs) > MAX_JOBS - 1:
             raise ConfigError("jobs", f"{len(self.jobs)} jobs; the P4 programs tell at most "
                               f"{MAX_JOBS - 1} apart (bmv2 data plane)")
+        for i, link in enumerate(self.links):
+            if link.queue_packets > NO_MARKING:
+                raise ConfigError(f"links[{i}].queue", f"at most {NO_MARKING} packets on the bmv2 data "
+                                  f"plane (queue depths are 19-bit fields), got {link.queue_packets}")
+            if link.bw_bps < 8 * FRAME_BYTES:
+                raise ConfigError(f"links[{i}].bw", f"at least {8 * FRAME_BYTES}bit on the bmv2 data "
+                                  "plane (its queues drain whole frames per second: 1 frame/s)")
 
     def _check_inc_jobs(self) -> None:
         """inc_allreduce: every worker's only link goes to the same switch, which runs the

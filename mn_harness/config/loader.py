@@ -1,4 +1,6 @@
-"""The one reader of experiment files: every command (validate, run, compare) goes through it.
+"""The one reader of experiment files: every command (validate, run, compare) goes through it;
+the JSON files of a results or comparison folder (summary.json, plan.json) are read by the same
+rules (`read_json_file`).
 
 An experiment file is small UTF-8 YAML with a mapping at the top. Anything else is refused in
 one line naming the file, before any YAML is built: not a regular file (a FIFO would block, a
@@ -9,6 +11,7 @@ or more than MAX_NODES values once aliases are expanded (an alias bomb)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -16,12 +19,13 @@ from typing import Any
 
 import yaml
 
-from mn_harness.errors import ConfigError
+from mn_harness.errors import ConfigError, one_line, shown
 
 MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 64
 MAX_ALIASES = 1000
 MAX_NODES = 200_000  # values in the document with every alias expanded
+MAX_JSON_BYTES = 64 << 20  # summary.json, plan.json: written by the harness, large runs included
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -46,6 +50,14 @@ class _StrictLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_object(self, node, deep=False):
+        # PyYAML's own constructors raise ValueError for a 5000-digit integer (Python's
+        # int-to-string limit) or an impossible date (`2020-13-45`): a YAML error here too
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, one_line(exc), node.start_mark) from None
 
     def get_single_node(self):
         node = super().get_single_node()
@@ -99,10 +111,10 @@ def parse_yaml(text: str, where: str) -> Any:
         raise ConfigError(where, f"not valid YAML: nested deeper than {MAX_DEPTH} levels") from None
 
 
-def read_text_file(path: str | Path, what: str = "experiment file",
-                   max_bytes: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a small regular file; ConfigError naming the file otherwise."""
-    where = str(path)
+def read_file_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most max_bytes (never a FIFO, which would block, nor a
+    device such as /dev/zero, which never ends); ConfigError naming the file otherwise."""
+    where = shown(str(path))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -110,28 +122,37 @@ def read_text_file(path: str | Path, what: str = "experiment file",
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise ConfigError(where, f"is a directory, not an {what}")
+            raise ConfigError(where, f"is a directory, not {what}")
         if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(where, f"not a regular file (a pipe or device cannot be an {what})")
+            raise ConfigError(where, f"not a regular file (a pipe or device cannot be {what})")
         if info.st_size > max_bytes:
             raise ConfigError(where, f"{info.st_size} bytes: larger than the {max_bytes // 1024} KiB "
-                                     f"an {what} may have")
+                                     f"{what} may have")
         chunks = []
         total = 0
         while chunk := os.read(fd, 1 << 16):
             total += len(chunk)
             if total > max_bytes:
-                raise ConfigError(where, f"larger than the {max_bytes // 1024} KiB an {what} may have")
+                raise ConfigError(where, f"larger than the {max_bytes // 1024} KiB {what} may have")
             chunks.append(chunk)
     except OSError as exc:
         raise ConfigError(where, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def read_text_file(path: str | Path, what: str = "an experiment file",
+                   max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a small regular file; ConfigError naming the file otherwise."""
+    where = shown(str(path))
+    data = read_file_bytes(path, what, max_bytes)
+    if data.startswith((b"\xff\xfe\0\0", b"\0\0\xfe\xff")):
+        raise ConfigError(where, "is UTF-32 text; save it as UTF-8")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(where, "is UTF-16 text; save it as UTF-8")
     if b"\0" in data:
-        raise ConfigError(where, f"is a binary file, not an {what}")
+        raise ConfigError(where, f"is a binary file, not {what}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -140,7 +161,7 @@ def read_text_file(path: str | Path, what: str = "experiment file",
 
 def read_experiment_file(path: str | Path) -> dict[str, Any]:
     """The raw mapping of an experiment file (not yet validated)."""
-    where = str(path)
+    where = shown(str(path))
     raw = parse_yaml(read_text_file(path), where)
     if raw is None:
         raise ConfigError(where, "file is empty")
@@ -148,6 +169,33 @@ def read_experiment_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(where, f"expected a mapping of keys (experiment, hosts, links, jobs ...) "
                                  f"at the top, got {type(raw).__name__}")
     return raw
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON text -> Python objects; a key given twice in one object is refused (JSON would keep
+    the last one silently); ConfigError naming `where`."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ConfigError(where, f"not valid JSON: duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(where, f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(where, "not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise ConfigError(where, f"not valid JSON: {one_line(exc)}") from None
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """A JSON file the harness wrote (summary.json, plan.json), read like an experiment file:
+    a small regular UTF-8 file, or ConfigError naming it."""
+    return parse_json(read_text_file(path, what, MAX_JSON_BYTES), shown(str(path)))
 
 
 def default_name(path: str | Path) -> str:

@@ -16,10 +16,11 @@ from typing import Any
 from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold, parse_ecn_threshold, parse_queue_telemetry, parse_tcp_ecn
+from mn_harness.config.forms import FORMS, parse_iteration
 from mn_harness.config.forms import KEYS as FORM_KEYS
-from mn_harness.config.forms import parse_iteration
 from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
 from mn_harness.config.workload import (
+    MAX_COMPUTE_S,
     CommPhase,
     ComputePhase,
     ComputeSpec,
@@ -27,9 +28,9 @@ from mn_harness.config.workload import (
     StragglerConfig,
     two_phase,
 )
-from mn_harness.errors import ConfigError
+from mn_harness.errors import ConfigError, shown
 from mn_harness.p4 import find_program, shipped_programs
-from mn_harness.p4.limits import INC_MAX_SLOTS
+from mn_harness.p4.limits import FRAME_BYTES, INC_MAX_SLOTS
 from mn_harness.units import parse_bandwidth, parse_duration
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
@@ -38,6 +39,27 @@ EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 COLLECTIVES = collectives.NAMES
 DATAPLANES = ("auto", "linux", "bmv2")
 
+# Limits, checked here where each value is parsed, so `validate` refuses what a run would only
+# hit after its network is built (or what no run could finish). Each bound is either what the
+# kernel or tc can hold or far beyond anything one machine emulates; docs/experiments.md#limits
+# says which.
+TC_U32_MAX = 2**32 - 1
+MIN_LINK_BPS = 1e3     # HTB keeps a class's burst as time in a u32 of 64 ns ticks (<= 275 s):
+#                        its 4-frame burst takes 48 s at 1 kbit/s; tc refuses < 8 bit/s outright
+MAX_LINK_BPS = 1e12    # 1 Tbit/s: 1 ms of burst (125 MB) stays far inside tc's u32 bytes
+MAX_QUEUE_PACKETS = TC_U32_MAX // FRAME_BYTES  # the bfifo limit, queue x 1514 bytes, is a u32
+MAX_DELAY_S = 10.0     # one way, per link end
+MAX_BYTES_PER_ITERATION = 10**12  # 1 TB (a 250G-parameter fp32 model)
+INC_MAX_WORKERS2_BYTES = 2**28    # inc_allreduce: n^2 x S; each worker keeps every rank's inputs to
+#                                   check the sum, ~13 n S bytes (218 MB measured for n=4, S=4 MiB)
+MAX_ITERATIONS = 10**6
+MAX_START_OFFSET_S = 86400.0      # a day
+MAX_TIMEOUT_S = 7 * 86400.0       # a week
+MIN_THROUGHPUT_BIN_S = 1e-3       # the workers sample tcp_info once per bin
+MAX_THROUGHPUT_BIN_S = 60.0
+MAX_GSO_SEGS = 65535              # the kernel's GSO_MAX_SEGS; `ip link` ignores larger values
+MAX_SEED = 2**63 - 1
+
 
 def check_keys(raw: Any, path: str, allowed: set[str], required: frozenset[str] | set[str] = frozenset()) -> None:
     if not isinstance(raw, Mapping):
@@ -45,7 +67,7 @@ def check_keys(raw: Any, path: str, allowed: set[str], required: frozenset[str] 
     for key in raw:
         if key not in allowed:
             raise ConfigError(
-                f"{path}.{key}" if path else str(key),
+                f"{path}.{shown(key)}" if path else shown(key),
                 f"unknown key (allowed: {', '.join(sorted(allowed))})",
             )
     for key in sorted(required):
@@ -69,9 +91,11 @@ def _list(raw: Any, path: str) -> list:
     return raw
 
 
-def _positive_int(raw: Any, path: str) -> int:
+def _positive_int(raw: Any, path: str, maximum: int | None = None) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
         raise ConfigError(path, f"expected a positive integer, got {raw!r}")
+    if maximum is not None and raw > maximum:
+        raise ConfigError(path, f"at most {maximum}, got {raw}")
     return raw
 
 
@@ -93,7 +117,8 @@ class SwitchConfig:
         if program is not None:
             if not isinstance(program, str) or not program:
                 raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
-            if find_program(program) is None:
+            if (program not in shipped_programs() and not program.endswith(".p4")) \
+                    or find_program(program) is None:
                 raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
                                   f"{', '.join(shipped_programs())}; or a path to a .p4 file)")
         return cls(check_name(raw["name"], f"{path}.name"), program, threshold)
@@ -126,8 +151,17 @@ class LinkConfig:
         if "bw" not in merged:
             raise ConfigError(f"{path}.bw", "required key is missing (or set link_defaults.bw)")
         bw = parse_bandwidth(merged["bw"], f"{path}.bw")
+        if bw < MIN_LINK_BPS:
+            raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be at least 1kbit "
+                              "(tc's HTB cannot shape slower)")
+        if bw > MAX_LINK_BPS:
+            raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be at most 1Tbit "
+                              "(its burst must fit tc's 32-bit field; no machine emulates more)")
         queue = _positive_int(merged.get("queue", 100), f"{path}.queue")
-        delay = parse_duration(merged.get("delay", 0), f"{path}.delay")
+        if queue > MAX_QUEUE_PACKETS:
+            raise ConfigError(f"{path}.queue", f"at most {MAX_QUEUE_PACKETS} packets (the queue's "
+                              f"{queue} x {FRAME_BYTES} bytes must fit tc's 32-bit limit), got {queue}")
+        delay = parse_duration(merged.get("delay", 0), f"{path}.delay", max_s=MAX_DELAY_S)
         threshold = None
         if "ecn_threshold" in raw:
             threshold = parse_ecn_threshold(raw["ecn_threshold"], f"{path}.ecn_threshold")
@@ -228,9 +262,22 @@ class JobConfig:
         iteration = parse_iteration(raw, path, workers, servers, base_dir)
         comm = [p for p in iteration.phases if isinstance(p, CommPhase)]
         collective = comm[0].collective
+        # the limits hold for the iteration as a whole, whichever form said it
+        size_path = f"{path}.{next(k for k in FORMS if k in raw)}"
+        size = sum(p.bytes for p in comm)
+        if size > MAX_BYTES_PER_ITERATION:
+            raise ConfigError(size_path, f"{size} bytes per iteration; at most 1TB")
+        compute_s = sum(p.compute.mean_s for p in iteration.phases if isinstance(p, ComputePhase))
+        if compute_s > MAX_COMPUTE_S:
+            raise ConfigError(f"{path}.compute" if "compute" in raw else size_path,
+                              f"{compute_s:g}s of compute per iteration; at most {MAX_COMPUTE_S:g}s")
         inc = None
         if collective == "inc_allreduce":
             inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")
+            if len(workers) ** 2 * size > INC_MAX_WORKERS2_BYTES:
+                raise ConfigError(size_path, f"{size} bytes on {len(workers)} workers: inc_allreduce "
+                                  "workers keep every rank's inputs in memory, so workers^2 x bytes "
+                                  f"must stay <= {INC_MAX_WORKERS2_BYTES} (e.g. 16MiB on 4 workers)")
         elif "inc" in raw:
             raise ConfigError(f"{path}.inc", "only for collective: inc_allreduce")
         stragglers = raw.get("stragglers", [])
@@ -240,11 +287,12 @@ class JobConfig:
         return cls(
             name=name,
             workers=workers,
-            bytes_per_iteration=sum(p.bytes for p in comm),
-            compute_s=sum(p.compute.mean_s for p in iteration.phases if isinstance(p, ComputePhase)),
-            iterations=_positive_int(raw["iterations"], f"{path}.iterations"),
+            bytes_per_iteration=size,
+            compute_s=compute_s,
+            iterations=_positive_int(raw["iterations"], f"{path}.iterations", MAX_ITERATIONS),
             collective=collective,
-            start_offset_s=parse_duration(raw.get("start_offset", 0), f"{path}.start_offset"),
+            start_offset_s=parse_duration(raw.get("start_offset", 0), f"{path}.start_offset",
+                                          max_s=MAX_START_OFFSET_S),
             cc=cc,
             inc=inc,
             phases=iteration.phases,
@@ -289,6 +337,8 @@ class RunConfig:
         seed = raw.get("seed", 1)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ConfigError(f"{path}.seed", f"expected an integer, got {seed!r}")
+        if abs(seed) > MAX_SEED:
+            raise ConfigError(f"{path}.seed", "expected a 64-bit integer (|seed| < 2^63)")
         for key in ("slow_start_after_idle", "isolated"):
             if not isinstance(raw.get(key, False), bool):
                 raise ConfigError(f"{path}.{key}", f"expected true or false, got {raw[key]!r}")
@@ -301,12 +351,19 @@ class RunConfig:
             seed=seed,
             output_dir=output_dir,
             slow_start_after_idle=raw.get("slow_start_after_idle", False),
-            throughput_bin_s=parse_duration(raw.get("throughput_bin", 0.01), f"{path}.throughput_bin",
-                                            allow_zero=False),
+            throughput_bin_s=_throughput_bin(raw.get("throughput_bin", 0.01), f"{path}.throughput_bin"),
             isolated=raw.get("isolated", False),
-            gso_max_segs=_positive_int(raw.get("gso_max_segs", 16), f"{path}.gso_max_segs"),
-            timeout_s=None if timeout is None else parse_duration(timeout, f"{path}.timeout", allow_zero=False),
+            gso_max_segs=_positive_int(raw.get("gso_max_segs", 16), f"{path}.gso_max_segs", MAX_GSO_SEGS),
+            timeout_s=None if timeout is None else parse_duration(timeout, f"{path}.timeout", allow_zero=False,
+                                                                  max_s=MAX_TIMEOUT_S),
             tcp_ecn=parse_tcp_ecn(raw.get("tcp_ecn", "auto"), f"{path}.tcp_ecn"),
             queue_telemetry=parse_queue_telemetry(raw.get("queue_telemetry", True),
                                                   f"{path}.queue_telemetry"),
         )
+
+
+def _throughput_bin(raw: Any, path: str) -> float:
+    seconds = parse_duration(raw, path, allow_zero=False, max_s=MAX_THROUGHPUT_BIN_S)
+    if seconds < MIN_THROUGHPUT_BIN_S:
+        raise ConfigError(path, f"{raw!r} is shorter than 1ms (the workers sample once per bin)")
+    return seconds

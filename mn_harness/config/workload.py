@@ -23,7 +23,7 @@ from typing import Any
 
 from mn_harness import collectives
 from mn_harness.collectives.schedule import Schedule
-from mn_harness.errors import ConfigError
+from mn_harness.errors import ConfigError, shown
 from mn_harness.units import parse_count, parse_duration, parse_fraction, parse_size
 
 DISTRIBUTIONS = ("normal", "lognormal")
@@ -31,6 +31,7 @@ DDP_BUCKET_BYTES = 25 * 1024 * 1024  # PyTorch DDP bucket_cap_mb=25 (c10d reduce
 DDP_FIRST_BUCKET_BYTES = 1024 * 1024  # kDefaultFirstBucketBytes: the first bucket is smaller
 DEFAULT_BACKWARD_SHARE = 2 / 3  # backward ~ 2x forward
 MAX_PHASES = 256  # per iteration; a worker records a row per phase and iteration
+MAX_COMPUTE_S = 3600.0  # compute per iteration (all phases), and any one delay: an hour
 
 
 def _keys(raw: Any, path: str, allowed: set[str], required: Sequence[str] = ()) -> Mapping:
@@ -38,7 +39,7 @@ def _keys(raw: Any, path: str, allowed: set[str], required: Sequence[str] = ()) 
         raise ConfigError(path, f"expected a mapping, got {type(raw).__name__}")
     for key in raw:
         if key not in allowed:
-            raise ConfigError(f"{path}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+            raise ConfigError(f"{path}.{shown(key)}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
     for key in required:
         if key not in raw:
             raise ConfigError(f"{path}.{key}", "required key is missing")
@@ -70,13 +71,13 @@ class ComputeSpec:
     @classmethod
     def from_yaml(cls, raw: Any, path: str) -> ComputeSpec:
         if not isinstance(raw, Mapping):
-            return cls(parse_duration(raw, path))
+            return cls(parse_duration(raw, path, max_s=MAX_COMPUTE_S))
         _keys(raw, path, {"mean", "jitter", "distribution"}, ("mean",))
         distribution = raw.get("distribution", "normal")
         if distribution not in DISTRIBUTIONS:
             raise ConfigError(f"{path}.distribution", f"unknown distribution {distribution!r} "
                               f"(known: {', '.join(DISTRIBUTIONS)})")
-        return cls(parse_duration(raw["mean"], f"{path}.mean"),
+        return cls(parse_duration(raw["mean"], f"{path}.mean", max_s=MAX_COMPUTE_S),
                    parse_fraction(raw.get("jitter", 0), f"{path}.jitter"), distribution)
 
 
@@ -131,7 +132,7 @@ class StragglerConfig:
             raise ConfigError(path, "give a delay (with a probability) or a slowdown")
         if "probability" in raw and "delay" not in raw:
             raise ConfigError(f"{path}.probability", "only with a delay")
-        return cls(tuple(ranks), parse_duration(raw.get("delay", 0), f"{path}.delay"),
+        return cls(tuple(ranks), parse_duration(raw.get("delay", 0), f"{path}.delay", max_s=MAX_COMPUTE_S),
                    parse_fraction(raw.get("probability", 1.0), f"{path}.probability"),
                    _number(raw.get("slowdown", 1.0), f"{path}.slowdown", 0.01, 100.0))
 
@@ -259,8 +260,8 @@ def parse_comm(item: Mapping, p: str, workers: tuple[str, ...], servers: tuple[s
         grad = parse_size(item["grad_bytes"], f"{p}.grad_bytes", allow_zero=True) if "grad_bytes" in item else nbytes
         phase = CommPhase(phase.name, collective, nbytes, hosts,
                           micro_batches=_positive_int(item["micro_batches"], f"{p}.micro_batches"),
-                          forward_s=parse_duration(item.get("forward", 0), f"{p}.forward"),
-                          backward_s=parse_duration(item.get("backward", 0), f"{p}.backward"),
+                          forward_s=parse_duration(item.get("forward", 0), f"{p}.forward", max_s=MAX_COMPUTE_S),
+                          backward_s=parse_duration(item.get("backward", 0), f"{p}.backward", max_s=MAX_COMPUTE_S),
                           grad_bytes=grad)
     return phase
 

@@ -16,6 +16,7 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.plan import Interface, NetworkPlan
+from mn_harness.state import Undo
 
 
 class Dataplane(ABC):
@@ -67,9 +68,14 @@ class Dataplane(ABC):
         """Log files of the switch processes, read into harness.log before stop()."""
         return {}
 
-    def state(self) -> dict:
-        """What `mn-harness clean` needs to undo this data plane after a crash (pids, ifaces)."""
-        return {}
+    def undo_records(self) -> list[Undo]:
+        """What `mn-harness clean` must undo of this data plane after a crash (its processes,
+        directories ...): mn_harness.state records, taken while the processes are ours."""
+        return []
+
+    def check_alive(self) -> None:  # noqa: B027 - optional hook
+        """Called while the jobs run: raise a one-line DataplaneError when the data plane has
+        died (a switch process exited), so the run ends at once instead of at its timeout."""
 
     def stop(self) -> None:  # noqa: B027 - optional hook
         """Stop switch processes; called before the Mininet network is stopped. Idempotent."""

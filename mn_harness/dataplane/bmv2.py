@@ -54,9 +54,11 @@ Telemetry (`start_telemetry`)
     packets, marks}}, "ecn_marks": {job: marks on all ports}, "telemetry": {samples, samples_per_s}}.
 
 Processes
-    `state()` lists the switch pids with marker "simple_switch_grpc" (`mn-harness clean` kills them
-    after a crash); switches also die with the harness (PR_SET_PDEATHSIG) and with their namespace
-    node. `stop()` stops all of them and removes the socket directory; it is idempotent.
+    `undo_records()` gives every running switch's exact identity and the socket directory
+    (mn_harness.state: `mn-harness clean` kills and removes them after a crash); switches also die
+    with the harness (PR_SET_PDEATHSIG) and with their namespace node. `check_alive()` fails the
+    run in one line as soon as a switch process has exited. `stop()` stops all of them and
+    removes the socket directory; it is idempotent.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
 from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
 from mn_harness.network.commands import run_in
+from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import add_netem
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
@@ -87,12 +90,13 @@ from mn_harness.p4.errors import P4Error
 from mn_harness.p4.runtime import SwitchConnection
 from mn_harness.p4.telemetry import PortSample, TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
+from mn_harness.state import KillProcess, RemoveDirectory, Undo
 
 THRIFT_PORT = 9090           # on each switch namespace's own loopback
 SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"  # else MN_HARNESS_QUEUE_SAMPLE_HZ, else 100
 
 
-class Bmv2SwitchNode(Node):
+class Bmv2SwitchNode(TimedShell, Node):
     """A namespace for one BMv2 switch: loopback up (Thrift), no IP forwarding, no IPv6 chatter."""
 
     def config(self, **params):
@@ -275,14 +279,23 @@ class Bmv2Dataplane(Dataplane):
                     logs[f"{name} {path.name}"] = path
         return logs
 
-    def state(self) -> dict:
+    def undo_records(self) -> list[Undo]:
         with self._lock:
-            pids = [sw.pid for sw in self.switches.values() if sw.running]
-        return {"processes": [[pid, "simple_switch_grpc"] for pid in pids],
-                "run_dir": str(self.run_dir) if self.run_dir else None}
+            running = [(name, sw.pid) for name, sw in self.switches.items() if sw.running]
+        records: list[Undo | None] = [KillProcess.of(pid, f"simple_switch_grpc {name}")
+                                      for name, pid in running]
+        if self.run_dir is not None:
+            records.append(RemoveDirectory(str(self.run_dir)))
+        return [r for r in records if r is not None]
 
-    def processes(self) -> list[tuple[int, str]]:
-        return [(pid, marker) for pid, marker in self.state()["processes"]]
+    def check_alive(self) -> None:
+        with self._lock:
+            switches = dict(self.switches)
+        for name, sw in switches.items():
+            if not sw.running:
+                tail = sw.log_tail(lines=1).strip()
+                raise DataplaneError(f"bmv2: switch {name} exited while the jobs ran"
+                                     + (f": {tail}" if tail and tail != "(no output)" else ""))
 
     def stop(self) -> None:
         try:

@@ -39,6 +39,7 @@ from mn_harness.dataplane.queues import (
 )
 from mn_harness.network.commands import run_in
 from mn_harness.network.errors import NetworkError
+from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import (
     HTB_CLASS,
@@ -51,6 +52,7 @@ from mn_harness.network.shaping import (
     red_leaf_argv,
     shape_egress,
 )
+from mn_harness.state import EgressProgramGone, Undo
 
 
 def address_commands(intf: Interface) -> list[list[str]]:
@@ -93,7 +95,7 @@ def egress_config(plan: NetworkPlan, intf: Interface, tracker: str, compare: boo
                         jobs=len(plan.experiment.jobs) + 1, tracker=tracker, compare=compare)
 
 
-class LinuxRouter(Node):
+class LinuxRouter(TimedShell, Node):
     """A namespace with IP forwarding on; interfaces are configured by the data plane."""
 
     def config(self, **params):
@@ -242,8 +244,9 @@ class LinuxDataplane(Dataplane):
                 stats[f"{name}->{intf.peer_node}"] = queue_stats(node.pid, intf.name)
         return stats
 
-    def state(self) -> dict:
-        return {"egress_programs": [p.state() for p in self.programs.values()]}
+    def undo_records(self) -> list[Undo]:
+        """The egress programs, which go with their namespaces (mn_harness.state: EgressProgramGone)."""
+        return [EgressProgramGone(p.prog_id, p.intf) for p in self.programs.values() if p.prog_id]
 
     def stop(self) -> None:
         """Stop sampling and take every egress program off its port. Idempotent."""

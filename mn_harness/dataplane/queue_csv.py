@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from mn_harness.results.queue import QueueSummary
 from mn_harness.results.schema import queue_columns
@@ -84,39 +85,49 @@ class QueueCollector(threading.Thread):
         except OSError as exc:
             self.error = f"cannot write {self.path}: {exc.strerror}"
             return
-        with fh:
-            writer = csv.writer(fh)
-            writer.writerow(queue_columns(self.job_names))
+        try:  # a full or failing disk ends the series, never the run (nor a traceback)
+            self._write(fh)
+        except OSError as exc:
+            self.error = f"cannot write {self.path}: {exc.strerror or exc}"
+        finally:
             try:
-                self.sample()  # baseline
-            except Exception as exc:  # noqa: BLE001 - telemetry never ends the run
+                fh.close()
+            except OSError as exc:
+                self.error = self.error or f"cannot write {self.path}: {exc.strerror or exc}"
+
+    def _write(self, fh: TextIO) -> None:
+        writer = csv.writer(fh)
+        writer.writerow(queue_columns(self.job_names))
+        try:
+            self.sample()  # baseline
+        except Exception as exc:  # noqa: BLE001 - telemetry never ends the run
+            self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return
+        last_flush = time.monotonic()
+        next_t = time.monotonic() + self.period
+        while not self._halt.is_set():
+            delay = next_t - time.monotonic()
+            if delay > 0 and self._halt.wait(delay):
+                break
+            next_t += self.period
+            if next_t < time.monotonic():  # fell behind: do not burst to catch up
+                next_t = time.monotonic() + self.period
+            started = time.monotonic()
+            t = started - self.t0
+            try:
+                samples = self.sample()
+            except Exception as exc:  # noqa: BLE001 - a dying switch ends sampling, not the run
                 self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                return
-            last_flush = time.monotonic()
-            next_t = time.monotonic() + self.period
-            while not self._halt.is_set():
-                delay = next_t - time.monotonic()
-                if delay > 0 and self._halt.wait(delay):
-                    break
-                next_t += self.period
-                if next_t < time.monotonic():  # fell behind: do not burst to catch up
-                    next_t = time.monotonic() + self.period
-                started = time.monotonic()
-                t = started - self.t0
-                try:
-                    samples = self.sample()
-                except Exception as exc:  # noqa: BLE001 - a dying switch ends sampling, not the run
-                    self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    break
-                self.acc.add_tick(t)
-                for s in samples:
-                    self.acc.add_row(s.switch, s.port, s.link, s.depth, s.depth_max, s.packets,
-                                     s.marks, s.job_marks, s.drops)
-                    writer.writerow([f"{t:.4f}", s.switch, s.port, s.link, f"{s.depth:.2f}",
-                                     f"{s.depth_max:g}", s.packets, s.marks,
-                                     "" if s.drops is None else s.drops,
-                                     *[s.job_bytes.get(j, 0) for j in self.job_names]])
-                if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-                    fh.flush()
-                    last_flush = time.monotonic()
-                self.busy_s += time.monotonic() - started
+                break
+            self.acc.add_tick(t)
+            for s in samples:
+                self.acc.add_row(s.switch, s.port, s.link, s.depth, s.depth_max, s.packets,
+                                 s.marks, s.job_marks, s.drops)
+                writer.writerow([f"{t:.4f}", s.switch, s.port, s.link, f"{s.depth:.2f}",
+                                 f"{s.depth_max:g}", s.packets, s.marks,
+                                 "" if s.drops is None else s.drops,
+                                 *[s.job_bytes.get(j, 0) for j in self.job_names]])
+            if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                fh.flush()
+                last_flush = time.monotonic()
+            self.busy_s += time.monotonic() - started

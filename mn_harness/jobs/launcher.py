@@ -83,18 +83,26 @@ class JobLauncher:
         return worker_specs(self.experiment, self.network.plan, self.raw_dir, self.cc_names)
 
     def start(self) -> None:
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
         python = os.environ.get("MN_HARNESS_PYTHON") or sys.executable
+        try:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
         for host, spec in self.specs():
             stem = worker_stem(self.raw_dir, spec.job, spec.rank)
             spec_path = stem.with_name(stem.name + ".spec.json")
-            spec.save(spec_path)
             stderr_path = stem.with_name(stem.name + ".stderr")
+            try:
+                spec.save(spec_path)
+                stderr = open(stderr_path, "w")  # noqa: SIM115 - the worker's; closed below
+            except OSError as exc:  # a full or read-only results disk
+                raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
             node = self.network.nodes[host]
             # the worker is part of the installed package: no PYTHONPATH, no checkout needed
-            proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=open(stderr_path, "w"), cwd=str(self.raw_dir))
+            with stderr:
+                proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=stderr, cwd=str(self.raw_dir))
             self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))
             self._on_change()
 
@@ -132,13 +140,16 @@ class JobLauncher:
         return done
 
     def wait(self, timeout_s: float, report_every_s: float = 2.0,
-             on_tick: Callable[[], None] | None = None) -> None:
+             on_tick: Callable[[], None] | None = None, check: Callable[[], None] | None = None) -> None:
         """Until every worker has exited 0 (JobError when one dies or the run times out);
-        `on_tick` is called at every poll (the session's per-iteration callbacks)."""
+        `on_tick` is called at every poll (the session's per-iteration callbacks), `check` too
+        (the data plane's check_alive: it raises when a switch died)."""
         deadline = time.monotonic() + timeout_s
         last_report = 0.0
         totals = {j.name: j.iterations for j in self.experiment.jobs}
         while True:
+            if check is not None:
+                check()
             failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
             if failed:
                 w = failed[0]
@@ -174,7 +185,8 @@ class JobLauncher:
         return longest + 30.0
 
     def pids(self) -> list[int]:
-        return [w.proc.pid for w in self.workers]
+        """The pids of the workers still running (one that ended may have a new owner)."""
+        return [w.proc.pid for w in self.workers if w.proc.poll() is None]
 
     def stop(self) -> None:
         """Idempotent: TERM, short grace, then KILL every worker still alive."""

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 from mininet.link import Link
 from mininet.net import Mininet
-from mininet.node import Host, Node
+from mininet.node import Node
 
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.ecn import tcp_ecn_sysctl
 from mn_harness.network.commands import run_in
+from mn_harness.network.errors import NetworkError
+from mn_harness.network.nodes import HarnessHost
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import limit_offloads, rate_change_commands, shape_egress
 
@@ -34,14 +36,14 @@ class EmulatedNetwork:
         self.dataplane = dataplane
         self.net: Mininet | None = None
         self.nodes: dict[str, Node] = {}
-        self._on_change = on_change  # lets the runner persist pids for `mn-harness clean`
+        self._on_change = on_change  # lets the session record pids for `mn-harness clean`
 
     def build(self) -> None:
         exp, plan = self.experiment, self.plan
         self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
                            autoStaticArp=False, waitConnected=False)
         for host in exp.hosts:
-            self.nodes[host] = self.net.addHost(host, cls=Host, ip=None)
+            self.nodes[host] = self.net.addHost(host, cls=HarnessHost, ip=None)
             self._on_change()
         for switch in exp.switches:
             self.nodes[switch.name] = self.dataplane.add_switch(self.net, switch, plan)
@@ -102,7 +104,23 @@ class EmulatedNetwork:
                 self.dataplane.set_egress_rate(self.nodes[end], intf, bw_bps)
 
     def node_pids(self) -> dict[str, int]:
-        return {name: node.pid for name, node in self.nodes.items() if getattr(node, "pid", None)}
+        """Node name -> pid of its shell, for the nodes whose shell is still running (a shell
+        that ended is not reported: its pid may already belong to someone else)."""
+        return {name: node.pid for name, node in self.nodes.items()
+                if getattr(node, "pid", None) and getattr(node, "shell", None) is not None
+                and node.shell.poll() is None}
+
+    def abort_connections(self) -> None:
+        """Destroy the TCP sockets the jobs left in the hosts (`ss -K`): a socket orphaned with
+        unsent data retransmits for minutes when its path is gone (a switch that died), keeping
+        its namespace alive and holding a BPF congestion control the run must free."""
+        for host in self.experiment.hosts:
+            pid = self.node_pids().get(host)
+            if pid is not None:
+                try:
+                    run_in(pid, ["ss", "-K", "-t", "-a"], check=False, timeout=10)
+                except NetworkError:  # teardown goes on: stopping the node ends its sockets too
+                    pass
 
     def stop(self) -> None:
         """Idempotent: stops the data plane, then every node shell (which ends its namespace)."""

@@ -2,9 +2,11 @@
 
 The runner's workers write their CSVs line by line while they run, and a worker can be killed
 mid-line; a report is most needed exactly when a run went wrong. So this module never raises on a
-bad row: it skips it and counts it (`RunData.malformed_rows`), and a missing optional file
-(`throughput.csv`, `queue.csv`) is an empty list / None rather than an error. Only a results
-folder without `iterations.csv` or `summary.json` is refused, since nothing can be said then.
+bad row: it skips it and counts it (`RunData.malformed_rows`; a NUL byte, a bad encoding or a
+field too large for the csv module included), and a missing optional file (`throughput.csv`,
+`queue.csv`) is an empty list / None rather than an error. Only a results folder without a
+readable `iterations.csv` or a well-formed `summary.json` is refused, with a ConfigError naming
+the file (one line, exit 2 in the CLI), since nothing can be said then.
 
 Everything downstream (metrics, plots, markdown) works on these dataclasses, never on raw CSV;
 the columns are results.schema's, shared with the writers.
@@ -13,11 +15,16 @@ the columns are results.schema's, shared with the writers.
 from __future__ import annotations
 
 import csv
-import json
+import io
+import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mn_harness.config.loader import read_json_file
+from mn_harness.errors import ConfigError, shown
 from mn_harness.results.schema import (
     ITERATIONS_CSV,
     PHASES_CSV,
@@ -109,21 +116,31 @@ class RunData:
 
 
 def _opt_float(value: Any) -> float | None:
-    if value is None:
+    """A finite number or None (NaN, infinity and non-numbers say nothing)."""
+    if value is None or isinstance(value, bool):
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None
 
 
 def _opt_int(value: Any) -> int | None:
-    if value is None:
+    if value is None or isinstance(value, bool):
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _finite(text: str) -> float:
+    """A CSV number; NaN and infinity make the row malformed (ValueError), like a bad number."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {text!r}")
+    return number
 
 
 def _int(text: str) -> int:
@@ -137,13 +154,47 @@ def _int(text: str) -> int:
         return int(as_float)
 
 
-def parse_summary(raw: dict[str, Any]) -> Summary:
+def _object(value: Any, where: str, key: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"{key}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _array(value: Any, where: str, key: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(where, f"{key}: expected an array, got {type(value).__name__}")
+    return value
+
+
+def _ranks(value: Any, where: str, key: str) -> list[int]:
+    ranks = _array(value, where, key)
+    if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+        raise ConfigError(where, f"{key}: expected an array of rank numbers")
+    return ranks
+
+
+def _rate(value: Any, where: str, key: str) -> float:
+    rate = _opt_float(value)
+    if rate is None:
+        raise ConfigError(where, f"{key}: expected a number, got {value!r}")
+    return rate
+
+
+def parse_summary(raw: Any, where: str = "summary.json") -> Summary:
+    """The typed view of a summary.json object; ConfigError naming `where` and the key when a
+    section has the wrong shape (a value that is merely missing or not a number is None)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(where, f"expected a JSON object, got {type(raw).__name__}")
     jobs: dict[str, JobInfo] = {}
-    for name, info in (raw.get("jobs") or {}).items():
-        info = info or {}
+    for name, info in _object(raw.get("jobs"), where, "jobs").items():
+        info = _object(info, where, f"jobs.{shown(name)}")
         jobs[str(name)] = JobInfo(
             name=str(name),
-            workers=[str(w) for w in info.get("workers") or []],
+            workers=[str(w) for w in _array(info.get("workers"), where, f"jobs.{shown(name)}.workers")],
             iterations=_opt_int(info.get("iterations")),
             bytes_per_iteration=_opt_int(info.get("bytes_per_iteration")),
             compute_s=_opt_float(info.get("compute_s")),
@@ -152,35 +203,64 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
             isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
             iterations_planned=_opt_int(info.get("iterations_planned")),
         )
-    link_jobs = {str(k): [str(j) for j in v] for k, v in (raw.get("link_jobs") or {}).items()}
+    link_jobs = {str(k): [str(j) for j in _array(v, where, f"link_jobs.{shown(k)}")]
+                 for k, v in _object(raw.get("link_jobs"), where, "link_jobs").items()}
     return Summary(
         experiment=str(raw.get("experiment", "")),
-        cc={str(k): str(v) for k, v in (raw.get("cc") or {}).items()},
+        cc={str(k): str(v) for k, v in _object(raw.get("cc"), where, "cc").items()},
         jobs=jobs,
         link_jobs=link_jobs,
         raw=raw,
-        link_ranks={str(k): {str(j): [int(r) for r in rs] for j, rs in v.items()}
-                    for k, v in (raw.get("link_ranks") or {}).items()},
-        link_bps={str(k): float(v) for k, v in (raw.get("link_bps") or {}).items()},
+        link_ranks={str(k): {str(j): _ranks(rs, where, f"link_ranks.{shown(k)}.{shown(j)}")
+                             for j, rs in _object(v, where, f"link_ranks.{shown(k)}").items()}
+                    for k, v in _object(raw.get("link_ranks"), where, "link_ranks").items()},
+        link_bps={str(k): _rate(v, where, f"link_bps.{shown(k)}")
+                  for k, v in _object(raw.get("link_bps"), where, "link_bps").items()},
     )
 
 
 def load_summary(results_dir: Path | str) -> Summary:
     path = Path(results_dir) / SUMMARY_JSON
-    return parse_summary(json.loads(path.read_text()))
+    return parse_summary(read_json_file(path, "a results summary"), shown(str(path)))
+
+
+def _csv_text(path: Path) -> str:
+    """A CSV's text, undecodable bytes replaced and NULs dropped (rows with them then fail to
+    parse and are counted); ConfigError naming the file when it is not a readable regular file."""
+    where = shown(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ConfigError(where, f"cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(where, "not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read()
+        except OSError as exc:
+            raise ConfigError(where, f"cannot read: {exc.strerror}") from None
+    return data.decode("utf-8", "replace").replace("\0", "")
 
 
 def _read_csv(path: Path) -> tuple[list[dict[str, str]], int]:
-    """Rows as dicts; rows with missing fields count as malformed (a truncated last line)."""
+    """Rows as dicts; rows with missing fields count as malformed (a truncated last line), as
+    do rows the csv module refuses (a field beyond its size limit)."""
     rows: list[dict[str, str]] = []
     bad = 0
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        for row in reader:
-            if None in row or any(v is None for v in row.values()):
-                bad += 1
-                continue
-            rows.append(row)
+    reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            bad += 1
+            continue
+        if None in row or any(v is None for v in row.values()):
+            bad += 1
+            continue
+        rows.append(row)
     return rows, bad
 
 
@@ -195,11 +275,11 @@ def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
                     job=r["job"],
                     rank=_int(r["rank"]),
                     iteration=_int(r["iteration"]),
-                    t_start=float(r["t_start"]),
-                    t_comm_start=float(r["t_comm_start"]),
-                    t_comm_end=float(r["t_comm_end"]),
-                    iter_time=float(r["iter_time"]),
-                    comm_time=float(r["comm_time"]),
+                    t_start=_finite(r["t_start"]),
+                    t_comm_start=_finite(r["t_comm_start"]),
+                    t_comm_end=_finite(r["t_comm_end"]),
+                    iter_time=_finite(r["iter_time"]),
+                    comm_time=_finite(r["comm_time"]),
                     bytes_sent=_int(r["bytes_sent"]),
                 )
             )
@@ -238,8 +318,8 @@ def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
                 ThroughputRow(
                     job=r["job"],
                     rank=_int(r["rank"]),
-                    t=float(r["t"]),
-                    bin_s=float(r["bin_s"]),
+                    t=_finite(r["t"]),
+                    bin_s=_finite(r["bin_s"]),
                     bytes=_int(r["bytes"]),
                 )
             )
@@ -253,15 +333,15 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
     out: list[QueueRow] = []
     for r in raw:
         try:
-            job_bytes = {k[len(QUEUE_JOB_PREFIX):]: float(v) for k, v in r.items()
+            job_bytes = {k[len(QUEUE_JOB_PREFIX):]: _finite(v) for k, v in r.items()
                          if k.startswith(QUEUE_JOB_PREFIX) and v}
             out.append(
                 QueueRow(
-                    t=float(r["t"]),
+                    t=_finite(r["t"]),
                     switch=r["switch"],
                     port=r["port"],
-                    depth=float(r["depth"]),
-                    marks=float(r["marks"]) if r.get("marks") not in (None, "") else 0.0,
+                    depth=_finite(r["depth"]),
+                    marks=_finite(r["marks"]) if r.get("marks") not in (None, "") else 0.0,
                     job_bytes=job_bytes,
                     drops=float(r["drops"]) if r.get("drops") not in (None, "") else None,
                 )
@@ -272,9 +352,12 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
 
 
 def load_run(results_dir: Path | str) -> RunData:
-    """Read a results folder; raises FileNotFoundError only without iterations.csv/summary.json."""
+    """Read a results folder; ConfigError naming the file without a readable iterations.csv or
+    a well-formed summary.json."""
     root = Path(results_dir)
     summary = load_summary(root)
+    if not os.path.lexists(root / ITERATIONS_CSV):
+        raise ConfigError(shown(str(root / ITERATIONS_CSV)), "missing (not a complete results folder)")
     iterations, bad_iter = load_iterations(root / ITERATIONS_CSV)
     malformed = {ITERATIONS_CSV: bad_iter}
     throughput: list[ThroughputRow] = []

@@ -117,3 +117,18 @@ def test_unreadable_and_garbage_files(tmp_path):
     junk.write_bytes(b"\xff" * 20)
     with pytest.raises(ConfigError, match="is not a Chakra trace"):
         phases_from_trace(junk, "jobs[0].trace", ("h1", "h2"))
+
+
+def test_a_fifo_or_a_gzip_bomb_is_refused_in_one_line(tmp_path):
+    """Never blocks on a FIFO, never inflates a small file past MAX_TRACE_BYTES."""
+    import gzip
+    import os
+
+    fifo = tmp_path / "pipe.et"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"^jobs\[0\]\.trace: cannot read trace .*not a regular file"):
+        phases_from_trace(fifo, "jobs[0].trace", ("h1", "h2"))
+    bomb = tmp_path / "bomb.et"
+    bomb.write_bytes(gzip.compress(b"\0" * (et.MAX_TRACE_BYTES + 1)))
+    with pytest.raises(ConfigError, match="is not a Chakra trace: larger than 64 MiB once decompressed"):
+        phases_from_trace(bomb, "jobs[0].trace", ("h1", "h2"))

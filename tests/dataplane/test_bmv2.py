@@ -52,7 +52,8 @@ def test_host_hooks_and_defaults():
     assert dp.host_gso_max_segs(16) == 1
     assert dp.host_sysctls() == {"net.ipv4.tcp_ecn": "1"}
     assert not dp.host_neighbours_static()  # the switch answers ARP (proxy ARP)
-    assert dp.state()["processes"] == []
+    assert dp.undo_records() == []
+    dp.check_alive()  # no switch yet: nothing has died
     assert dp.stop_telemetry() == {}
     dp.stop()
     dp.stop()  # idempotent

@@ -128,12 +128,13 @@ def test_tracked_depth_is_the_qdisc_backlog_under_load():
 
 
 def test_teardown_leaves_no_program_behind():
-    from mn_harness.state import egress_program_loaded
+    from mn_harness.state import EgressProgramGone
 
     with linux_network(two_hosts()) as (_, _, dataplane):
         ids = [p.prog_id for p in dataplane.programs.values()]
-        state = dataplane.state()
-        assert ids and all(egress_program_loaded(i) for i in ids)
-        assert {p["prog_id"] for p in state["egress_programs"]} == set(ids)
-    assert not any(egress_program_loaded(i) for i in ids)
+        records = dataplane.undo_records()  # what the state file says for `clean`
+        assert ids and {r.prog_id for r in records} == set(ids)
+        assert all(isinstance(r, EgressProgramGone) and r.loaded() for r in records)
+        assert not records[0].undo(lambda _: None)  # still loaded after 5 s: the record is kept
+    assert all(not r.loaded() and r.undo(print) for r in records)  # gone with the namespaces
     assert dataplane.programs == {}
