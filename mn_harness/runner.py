@@ -19,6 +19,7 @@ import yaml
 from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment
 from mn_harness.dataplane import select_dataplane
+from mn_harness.jobs.default_cc import HostDefaultCC
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
@@ -111,24 +112,31 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
         if after_run is not None:
             after_run(results_dir)
 
+    host_cc = HostDefaultCC(experiment, on_state=lambda s: state.set("allowed_cc", s), log=log)
+
     started = time.monotonic()
     # Teardown steps run in reverse order of registration, each one even if a later-registered
-    # step failed: stop jobs, stop the network, save CC telemetry, unregister CCs, write results.
+    # step failed: stop jobs, reset namespace CC defaults, stop the network, save CC telemetry,
+    # restore the allowed CC list, unregister CCs, write results.
     with ExitStack() as teardown:
         teardown.callback(write_results)
         teardown.callback(ccm.close)
+        teardown.callback(host_cc.close)
         teardown.callback(lambda: extra.update(cc_telemetry_rows=_save_cc_telemetry(ccm, results_dir)))
         teardown.callback(network.stop)
+        teardown.callback(lambda: host_cc.reset(network))
         teardown.callback(stop_jobs_and_sample)
         try:
             with terminate_as_interrupt():
                 ccm.prepare({job.cc for job in experiment.jobs})
                 state.set("bpf_cc", ccm.registered_names())
                 cc_names = {job.name: ccm.kernel_name(job.cc) for job in experiment.jobs}
+                host_cc.allow(cc_names)
                 log(f"network: {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
                     f"{len(experiment.links)} links ({dataplane.name} data plane)")
                 network.build()
                 record_processes()
+                host_cc.apply(network)
                 extra["setup_s"] = round(time.monotonic() - started, 3)
                 launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
                                        on_change=record_processes)
@@ -137,6 +145,7 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                 dataplane.start_telemetry(results_dir, t0)
                 log("jobs: " + ", ".join(f"{j.name} ({cc_names[j.name]}, {j.n} workers, "
                                           f"{j.iterations} iterations)" for j in experiment.jobs))
+                extra["socket_cc"] = launcher.socket_cc()
                 launcher.wait(experiment.run.timeout_s or launcher.default_timeout())
                 outcome["status"] = "completed"
         except KeyboardInterrupt:

@@ -2,8 +2,9 @@
 
 While a run is alive it keeps /run/mn-harness/<run_id>.json up to date with what it created:
 node shell pids, worker pids, switch processes, root-namespace interfaces, registered BPF
-congestion controls. `clean` reads only these files: it never guesses from names, so it never
-kills another tool's Mininet or deletes an interface it did not create. A pid is only signalled
+congestion controls, names added to tcp_allowed_congestion_control. `clean` reads only these
+files: it never guesses from names, so it never kills another tool's Mininet or deletes an
+interface it did not create. A pid is only signalled
 when its command line still looks like the process we started (pids get reused)."""
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def clean(log=print, include_live: bool = False) -> int:
     """Undo every run whose harness is gone (or all runs with include_live). Returns the number
     of things removed."""
     from mn_harness.cc.manager import unregister_by_name
+    from mn_harness.cc.namespace import remove_allowed
 
     removed = 0
     if not STATE_DIR.is_dir():
@@ -101,6 +103,14 @@ def clean(log=print, include_live: bool = False) -> int:
         if run_dir and Path(run_dir).is_dir() and Path(run_dir).name.startswith("mn-harness-"):
             shutil.rmtree(run_dir, ignore_errors=True)
             log(f"removed {run_dir}")
+        added = (data.get("allowed_cc") or {}).get("added") or []
+        if added:  # before unregistering: the list may only name registered CCs
+            try:
+                remove_allowed(added)
+                log(f"removed {' '.join(added)} from tcp_allowed_congestion_control")
+                removed += 1
+            except Exception as exc:  # keep cleaning the rest; report what failed
+                log(f"could not restore tcp_allowed_congestion_control: {exc}")
         for name in data.get("bpf_cc", []):
             try:
                 unregister_by_name(name)

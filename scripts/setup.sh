@@ -29,14 +29,16 @@ command -v bpftool >/dev/null || { apt-get update -qq && apt-get install -y -qq 
 
 # Mininet is installed into the distribution's python3, so the venv must see system packages
 # and be made by that same interpreter.
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+# EXTRAS: optional extras besides test, comma separated (e.g. EXTRAS=torch: `make test EXTRAS=torch`).
+extras="test${EXTRAS:+,$EXTRAS}"
+stamp=".venv/.installed-$( (cat pyproject.toml; echo "$extras") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mininet.net' 2>/dev/null; then
     rm -rf .venv
     /usr/bin/python3 -m venv --system-site-packages .venv
   fi
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e '.[test]'
+  .venv/bin/pip install -q -e ".[$extras]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -22,11 +22,12 @@ from mn_harness.units import (
     parse_duration,
     parse_size,
 )
+from mn_harness.worker.torch_collectives import INSTALL_HINT, TORCH_COLLECTIVES, torch_importable
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
 EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-COLLECTIVES = ("ring_allreduce", "inc_allreduce")
+COLLECTIVES = ("ring_allreduce", "inc_allreduce", *TORCH_COLLECTIVES)  # torch_*: worker/torch_collectives.py
 DATAPLANES = ("auto", "linux", "bmv2")
 
 
@@ -180,6 +181,8 @@ class JobConfig:
             raise ConfigError(
                 f"{path}.collective", f"unknown collective {collective!r} (known: {', '.join(COLLECTIVES)})"
             )
+        if collective in TORCH_COLLECTIVES and not torch_importable():
+            raise ConfigError(f"{path}.collective", f"{collective} needs {INSTALL_HINT}")
         if ("bytes_per_iteration" in raw) == ("model_params" in raw):
             raise ConfigError(f"{path}.bytes_per_iteration", "give exactly one of bytes_per_iteration or model_params")
         if "bytes_per_iteration" in raw:

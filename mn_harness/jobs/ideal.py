@@ -9,13 +9,16 @@ from __future__ import annotations
 from mn_harness.config import JobConfig
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker import ring
+from mn_harness.worker.torch_collectives import TORCH_COLLECTIVES
 
 
 def bytes_sent_per_worker(job: JobConfig) -> int:
     """Ring all-reduce sends 2(n-1)/n * S per worker; in-network aggregation sends S once
-    (the switch returns the sum)."""
+    (the switch returns the sum); torch collectives as gloo's algorithms do."""
     if job.collective == "inc_allreduce":
         return job.bytes_per_iteration
+    if job.collective in TORCH_COLLECTIVES:
+        return TORCH_COLLECTIVES[job.collective].bytes_sent_per_worker(job.bytes_per_iteration, job.n)
     return ring.bytes_sent_per_worker(job.bytes_per_iteration, job.n)
 
 

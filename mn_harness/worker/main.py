@@ -22,6 +22,7 @@ import time
 
 from mn_harness.worker import ring, tcpinfo
 from mn_harness.worker.spec import WorkerSpec
+from mn_harness.worker.torch_collectives import is_torch_collective
 
 BUF_BYTES = 1 << 20
 
@@ -175,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         from mn_harness.worker import inc
 
         return inc.run(spec, wait_for_go)
+    if is_torch_collective(spec.collective):
+        from mn_harness.worker import torch_worker
+
+        return torch_worker.run(spec, wait_for_go)
     if spec.collective != "ring_allreduce":
         raise SystemExit(f"worker: collective {spec.collective!r} is not implemented by this worker")
     to_right, from_left = connect_ring(spec)
