@@ -2,13 +2,14 @@
 each worker hands to the network per iteration. Importable without torch (config validation,
 the ideal-time arithmetic and the CLI use it on machines without PyTorch).
 
-S = the job's bytes_per_iteration, n = workers. The byte counts are those of gloo's algorithms
-(PyTorch's CPU backend): all-reduce is a ring (reduce-scatter then all-gather, segments of at
-most 1 MB, two in flight), 2(n-1)/n * S per worker; all-gather and reduce-scatter move
-(n-1)/n * S per worker (S = the full, all-ranks tensor, nccl-tests convention); all-to-all sends
-S/n to each of the n-1 others; broadcast sends S from the root to each other rank (reported as
-the mean per worker, (n-1)/n * S). tests/worker/test_torch_worker.py checks them against the
-bytes the kernel counted on the sockets."""
+S = the job's bytes_per_iteration (a fp32 tensor, whole elements), n = workers. The bytes each
+rank sends are those of gloo's algorithms (PyTorch's CPU backend), measured on the job's sockets
+(docs/fidelity.md; tests/test_runner_torch.py checks them): all-reduce is a ring
+(reduce-scatter then all-gather, segments of at most 1 MB, two in flight), 2(n-1)/n * S per
+rank; gloo's reduce-scatter moves as much as its all-reduce, 2(n-1)/n * S; all-gather (n-1)/n * S
+(S = the full, all-ranks tensor, nccl-tests convention); all-to-all S/n to each of the n-1
+others; broadcast: the root sends S to every other rank, (n-1) * S, the others nothing.
+"""
 
 from __future__ import annotations
 
@@ -24,23 +25,27 @@ INSTALL_HINT = ("PyTorch, which is not installed: pip install -e '.[torch]' in t
 class TorchCollective:
     name: str  # YAML `collective:` value
     call: str  # torch.distributed function
-    send_factor: str  # bytes per worker / S, as a formula of n (documentation and tests)
+    factor: float  # bytes rank r sends / S is factor * (n-1)/n, or (n-1) at the root of a broadcast
+    root_only: bool = False  # broadcast: only rank 0 sends
+
+    def bytes_sent(self, total_bytes: int, n: int, rank: int) -> int:
+        size = 4 * math.ceil(total_bytes / 4)  # fp32
+        if self.root_only:
+            return (n - 1) * size if rank == 0 else 0
+        return round(self.factor * (n - 1) * size / n)
 
     def bytes_sent_per_worker(self, total_bytes: int, n: int) -> int:
-        elements = math.ceil(total_bytes / 4)  # fp32
-        size = 4 * elements
-        if self.name == "torch_allreduce":
-            return round(2 * (n - 1) * size / n)
-        return round((n - 1) * size / n)
+        """The most any rank sends (what the slowest link has to carry for the ideal time)."""
+        return max(self.bytes_sent(total_bytes, n, rank) for rank in range(n))
 
 
 TORCH_COLLECTIVES: dict[str, TorchCollective] = {
     c.name: c for c in (
-        TorchCollective("torch_allreduce", "all_reduce", "2(n-1)/n"),
-        TorchCollective("torch_allgather", "all_gather_into_tensor", "(n-1)/n"),
-        TorchCollective("torch_reduce_scatter", "reduce_scatter_tensor", "(n-1)/n"),
-        TorchCollective("torch_alltoall", "all_to_all_single", "(n-1)/n"),
-        TorchCollective("torch_broadcast", "broadcast", "(n-1)/n (mean; the root sends (n-1)S)"),
+        TorchCollective("torch_allreduce", "all_reduce", 2.0),
+        TorchCollective("torch_allgather", "all_gather_into_tensor", 1.0),
+        TorchCollective("torch_reduce_scatter", "reduce_scatter_tensor", 2.0),
+        TorchCollective("torch_alltoall", "all_to_all_single", 1.0),
+        TorchCollective("torch_broadcast", "broadcast", 1.0, root_only=True),
     )
 }
 

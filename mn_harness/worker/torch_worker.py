@@ -141,7 +141,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     dist.barrier()  # every pair of ranks connected before the check and the start
     diag = SockDiag()
     check_congestion_control(spec, diag.tcp_sockets())
-    sent = collective.bytes_sent_per_worker(spec.bytes_per_iteration, spec.n)
+    sent = collective.bytes_sent(spec.bytes_per_iteration, spec.n, spec.rank)
     print("READY", flush=True)
     t0 = wait_for_go()
     sampler = BinSampler(AckedCounter(diag, spec), t0, spec.bin_s)
