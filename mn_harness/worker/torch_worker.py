@@ -17,6 +17,7 @@ thread, so a 2-core machine can host several workers."""
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
@@ -34,6 +35,7 @@ from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.torch_collectives import INSTALL_HINT, TORCH_COLLECTIVES
 
 SIOCGIFADDR = 0x8915
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 1 << 18
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -51,6 +53,24 @@ def interface_of(ip: str) -> str:
     finally:
         probe.close()
     raise SystemExit(f"worker: no interface holds {ip} in this host")
+
+
+def keep_name_lookups_local(resolv: str) -> None:
+    """torch's c10d socket code formats every address with getnameinfo(), i.e. a reverse DNS
+    query to the machine's resolver: from inside an emulated host that packet would head for an
+    address outside the emulated network. The worker (root in its host) moves into a private
+    mount namespace whose /etc/resolv.conf names only 127.0.0.1, the host's own loopback,
+    where nothing answers: lookups fail at once and nothing leaves the namespace."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(resolv, "w") as f:
+        f.write("# mn-harness torch worker: no resolver inside the emulated network\nnameserver 127.0.0.1\n")
+    steps = ((lambda: libc.unshare(CLONE_NEWNS)), "unshare(CLONE_NEWNS)"), \
+        ((lambda: libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)), "make / private"), \
+        ((lambda: libc.mount(resolv.encode(), b"/etc/resolv.conf", None, MS_BIND, None)), "bind resolv.conf")
+    for call, what in steps:
+        if call() != 0:
+            err = ctypes.get_errno()
+            raise SystemExit(f"worker: cannot keep name lookups inside the host ({what}: {os.strerror(err)})")
 
 
 def sockets_file(spec: WorkerSpec) -> Path:
@@ -122,6 +142,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
         os.environ[var] = "1"
     me = spec.ips[spec.rank]
     os.environ["GLOO_SOCKET_IFNAME"] = interface_of(me)
+    keep_name_lookups_local(str(sockets_file(spec).with_suffix(".resolv.conf")))
     try:
         import torch
         import torch.distributed as dist
