@@ -1,6 +1,8 @@
 """The real-framework collectives: names, what torch.distributed call each one is, and the bytes
 each worker hands to the network per iteration. Importable without torch (config validation,
-the ideal-time arithmetic and the CLI use it on machines without PyTorch).
+the ideal-time arithmetic and the CLI use it on machines without PyTorch). Names: `torch_` and
+the synthetic collective's name (reduce_scatter, all_gather, broadcast, all_to_all), except
+torch_allreduce, gloo's ring all-reduce.
 
 S = the job's bytes_per_iteration (a fp32 tensor, whole elements), n = workers. The bytes each
 rank sends are those of gloo's algorithms (PyTorch's CPU backend), measured on the job's sockets
@@ -42,9 +44,9 @@ class TorchCollective:
 TORCH_COLLECTIVES: dict[str, TorchCollective] = {
     c.name: c for c in (
         TorchCollective("torch_allreduce", "all_reduce", 2.0),
-        TorchCollective("torch_allgather", "all_gather_into_tensor", 1.0),
+        TorchCollective("torch_all_gather", "all_gather_into_tensor", 1.0),
         TorchCollective("torch_reduce_scatter", "reduce_scatter_tensor", 2.0),
-        TorchCollective("torch_alltoall", "all_to_all_single", 1.0),
+        TorchCollective("torch_all_to_all", "all_to_all_single", 1.0),
         TorchCollective("torch_broadcast", "broadcast", 1.0, root_only=True),
     )
 }

@@ -120,7 +120,7 @@ def _collective(name: str, tensor, n: int) -> Callable[[], object]:
 
     if name == "torch_allreduce":
         return lambda: dist.all_reduce(tensor)
-    if name == "torch_allgather":
+    if name == "torch_all_gather":
         part = tensor[: tensor.numel() // n].clone()
         out = torch.empty(part.numel() * n, dtype=tensor.dtype)
         return lambda: dist.all_gather_into_tensor(out, part)
@@ -128,7 +128,7 @@ def _collective(name: str, tensor, n: int) -> Callable[[], object]:
         whole = tensor[: (tensor.numel() // n) * n]
         out = torch.empty(whole.numel() // n, dtype=tensor.dtype)
         return lambda: dist.reduce_scatter_tensor(out, whole)
-    if name == "torch_alltoall":
+    if name == "torch_all_to_all":
         whole = tensor[: (tensor.numel() // n) * n]
         out = torch.empty_like(whole)
         return lambda: dist.all_to_all_single(out, whole)

@@ -16,8 +16,8 @@ def test_bytes_per_worker_follow_gloos_algorithms():
     allreduce = TORCH_COLLECTIVES["torch_allreduce"]
     assert allreduce.bytes_sent_per_worker(25_000_000, 2) == 25_000_000
     assert allreduce.bytes_sent_per_worker(12_000_000, 3) == 16_000_000  # 2(n-1)/n
-    assert TORCH_COLLECTIVES["torch_allgather"].bytes_sent_per_worker(12_000_000, 3) == 8_000_000
-    assert TORCH_COLLECTIVES["torch_alltoall"].bytes_sent_per_worker(12_000_000, 4) == 9_000_000
+    assert TORCH_COLLECTIVES["torch_all_gather"].bytes_sent_per_worker(12_000_000, 3) == 8_000_000
+    assert TORCH_COLLECTIVES["torch_all_to_all"].bytes_sent_per_worker(12_000_000, 4) == 9_000_000
     assert TORCH_COLLECTIVES["torch_reduce_scatter"].bytes_sent_per_worker(12_000_000, 3) == 16_000_000
     broadcast = TORCH_COLLECTIVES["torch_broadcast"]
     assert [broadcast.bytes_sent(3_000_000, 3, r) for r in range(3)] == [6_000_000, 0, 0]
