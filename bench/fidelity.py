@@ -13,12 +13,12 @@ p99 ratio within 1.00 +/- 0.10 and the CI of the mean ratio containing 1.0.
 
 Resumable: each finished run leaves <out>/runs/<scenario>__<cc>__<mode>__r<k>.json (its
 results folder under <out>/results/); a second invocation skips those and prints the table
-from everything finished. Each run takes the measurement lock itself
-(/tmp/mn-harness-measure.lock, one run at a time, so other users get the machine between runs);
---budget-min stops starting runs after that many minutes. Do not wrap it in flock (use
---no-lock if you must).
+from everything finished. The bench takes the measurement lock itself
+(/tmp/mn-harness-measure.lock) for chunks of runs of about --chunk-min minutes, giving it up in
+between so others get the machine; --budget-min stops starting runs after that many minutes.
+Do not wrap it in flock (use --no-lock if you must).
 
-Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--budget-min 25]
+Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--chunk-min 25] [--budget-min 200]
            [--scenarios demo,three_jobs,heavy] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]"""
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import json
 import math
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,17 +111,31 @@ def run_metrics(results: Path, warmup: int) -> dict:
             "status": summary["status"], "results": str(results)}
 
 
-@contextmanager
-def measurement_lock(enabled: bool):
-    if not enabled:
-        yield
-        return
-    with open(LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+class MeasurementLock:
+    """The shared measurement lock, held for chunks of runs: taken before a run when not held,
+    given up after a run once held for `chunk_s` (then others get the machine)."""
+
+    def __init__(self, enabled: bool, chunk_s: float):
+        self.enabled, self.chunk_s = enabled, chunk_s
+        self.file = None
+        self.since = 0.0
+
+    def before_run(self) -> None:
+        if self.enabled and self.file is None:
+            self.file = open(LOCK, "a")
+            fcntl.flock(self.file, fcntl.LOCK_EX)
+            self.since = time.monotonic()
+
+    def after_run(self) -> None:
+        if self.file is not None and time.monotonic() - self.since >= self.chunk_s:
+            self.release()
+            time.sleep(2.0)  # let a waiting user take it
+
+    def release(self) -> None:
+        if self.file is not None:
+            fcntl.flock(self.file, fcntl.LOCK_UN)
+            self.file.close()
+            self.file = None
 
 
 def ratio_ci(syn: list[float], real: list[float]) -> tuple[float, float | None]:
@@ -196,7 +209,9 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5, help="iterations left out of the statistics")
     parser.add_argument("--budget-min", type=float, default=25.0, help="start no run after this many minutes")
-    parser.add_argument("--no-lock", action="store_true", help="do not take the measurement lock per run")
+    parser.add_argument("--chunk-min", type=float, default=25.0,
+                        help="hold the measurement lock for at most about this long at a time")
+    parser.add_argument("--no-lock", action="store_true", help="do not take the measurement lock")
     parser.add_argument("--report-only", action="store_true", help="print the table of what is finished")
     args = parser.parse_args()
     scenarios, ccs, modes = args.scenarios.split(","), args.ccs.split(","), args.modes.split(",")
@@ -209,6 +224,7 @@ def main() -> int:
     todo = [(s, c, m, r) for r in range(args.reps) for s in scenarios for c in ccs for m in modes
             if not (out / "runs" / f"{s}__{c}__{m}__r{r}.json").exists()]
     started = time.monotonic()
+    lock = MeasurementLock(not args.no_lock, args.chunk_min * 60)
     for k, (scenario, cc, mode, rep) in enumerate(todo if not args.report_only else []):
         if time.monotonic() - started > args.budget_min * 60:
             print(f"budget of {args.budget_min:g} min used: {len(todo) - k} runs left; run again to resume",
@@ -216,12 +232,16 @@ def main() -> int:
             break
         print(f"[{k + 1}/{len(todo)}] {scenario} {cc} {mode} rep {rep}", flush=True)
         exp = experiment(scenario, cc, mode, args.iterations)
-        with measurement_lock(not args.no_lock):
+        lock.before_run()
+        try:
             results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
+        finally:
+            lock.after_run()
         metrics = run_metrics(results, args.warmup)
         print(f"    mean {metrics['mean_s'] * 1e3:.1f} ms  p99 {metrics['p99_s'] * 1e3:.1f} ms  "
               f"overlap {metrics['overlap']:.1%}", flush=True)
         (out / "runs" / f"{scenario}__{cc}__{mode}__r{rep}.json").write_text(json.dumps(metrics))
+    lock.release()
     keys = report(out, scenarios, ccs)
     print(" ".join(f"{k}={v}" for k, v in keys.items()))
     return 0
