@@ -28,6 +28,7 @@ import copy
 import fcntl
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -200,6 +201,8 @@ def report(out: Path, scenarios: list[str], ccs: list[str]) -> dict[str, object]
 
 
 def main() -> int:
+    # started from a script's background job SIGINT is ignored: restore it, so Ctrl-C tears down
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", default="bench-fidelity", help="results folder (resumable)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))

@@ -3,15 +3,19 @@
 Why netlink and not getsockopt: a worker that runs a framework's collective (torch/gloo) does not
 own the sockets that carry its traffic, so it cannot call getsockopt(TCP_INFO) on them. An
 inet_diag dump (the interface `ss -ti` uses) returns, for every TCP socket of the namespace, its
-addresses, its congestion control (INET_DIAG_CONG) and its struct tcp_info (INET_DIAG_INFO), in
-one syscall round trip and without touching the sockets' owner: sampling it every throughput bin
-does not slow the job. Standard library only: the worker runs inside an emulated host.
+addresses, its congestion control (INET_DIAG_CONG) and its struct tcp_info (INET_DIAG_INFO),
+without touching the sockets' owner. A dump walks the kernel's whole established hash table
+(~2 ms of CPU here, whatever the namespace holds: 9 workers dumping every 10 ms bin took both
+cores), so sockets are found with one dump and then sampled by exact lookup (a hash lookup,
+one round trip each): that does not slow the job. Standard library only: the worker runs inside
+an emulated host.
 
 Layouts (include/uapi/linux/netlink.h, sock_diag.h, inet_diag.h): a request is
 nlmsghdr + inet_diag_req_v2; each reply is nlmsghdr + inet_diag_msg + rtattrs."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -63,12 +67,19 @@ class TcpSocket:
         return self.state == TCP_ESTABLISHED
 
 
-def _request(states: int) -> bytes:
+def _request(states: int, sock: TcpSocket | None = None) -> bytes:
+    """A dump of every socket in `states`, or (sock given) the exact lookup of that one socket."""
     ext = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_CONG - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1))
-    body = (_REQ.pack(socket.AF_INET, socket.IPPROTO_TCP, ext, states)
-            + _SOCKID.pack(0, 0, bytes(16), bytes(16)) + _SOCKID_REST.pack(0, 0, 0))
-    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY,
-                          NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + body
+    if sock is None:
+        sockid = _SOCKID.pack(0, 0, bytes(16), bytes(16)) + _SOCKID_REST.pack(0, 0, 0)
+        flags = NLM_F_REQUEST | NLM_F_DUMP
+    else:
+        sockid = (_SOCKID.pack(sock.sport, sock.dport, socket.inet_aton(sock.src).ljust(16, b"\0"),
+                               socket.inet_aton(sock.dst).ljust(16, b"\0"))
+                  + _SOCKID_REST.pack(0, sock.cookie & 0xFFFFFFFF, sock.cookie >> 32))
+        flags = NLM_F_REQUEST
+    body = _REQ.pack(socket.AF_INET, socket.IPPROTO_TCP, ext, states) + sockid
+    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, flags, 1, 0) + body
 
 
 def _u64(raw: bytes, offset: int) -> int:
@@ -121,7 +132,25 @@ class SockDiag:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def lookup(self, sock: TcpSocket) -> TcpSocket | None:
+        """The socket's current state by exact lookup (a hash lookup in the kernel); None once it
+        is gone (or its cookie now names another socket)."""
+        self.sock.send(_request(ALL_STATES, sock))
+        data = memoryview(self.sock.recv(1 << 16))
+        length, kind, _flags, _seq, _pid = _NLMSGHDR.unpack_from(data, 0)
+        if kind == SOCK_DIAG_BY_FAMILY:
+            return _parse(data[_NLMSGHDR.size:length])
+        if kind == NLMSG_ERROR:
+            err = -struct.unpack_from("=i", data, _NLMSGHDR.size)[0]
+            if err in (errno.ENOENT, errno.ESTALE):
+                return None
+            raise OSError(err, f"sock_diag: {os.strerror(err)}")
+        raise OSError(errno.EPROTO, f"sock_diag: unexpected reply type {kind}")
+
     def tcp_sockets(self, states: int = ALL_STATES) -> list[TcpSocket]:
+        """Every TCP socket of the namespace. The kernel walks its whole established hash table
+        (all namespaces' sockets; ~2 ms of CPU on a 262144-bucket table): for repeated samples
+        of known sockets use lookup()."""
         self.sock.send(_request(states))
         out: list[TcpSocket] = []
         while True:

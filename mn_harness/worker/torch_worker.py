@@ -10,7 +10,7 @@ its connections from the kernel (sock_diag) and exits with one line if any uses 
 Per iteration, as the synthetic worker: compute by sleep, then the collective on a fp32 tensor
 of the job's bytes; the same JSON lines (bytes_sent = the collective's bytes per worker,
 torch_collectives.py) and throughput bins (bytes acknowledged on the job's gloo connections,
-summed, from one sock_diag dump per bin: the job's sockets are never touched).
+summed, read by sock_diag exact lookups each bin: the job's sockets are never touched).
 
 torch is imported before READY (it takes seconds) and kept to one intra-op and one inter-op
 thread, so a 2-core machine can host several workers."""
@@ -99,19 +99,22 @@ def check_congestion_control(spec: WorkerSpec, sockets: list[TcpSocket]) -> None
 
 class AckedCounter:
     """Bytes acknowledged on the job's data connections (the rendezvous store excluded), summed
-    over sockets; a socket that closes keeps its last count, so the sum never goes back."""
+    over sockets. gloo makes its connections when the process group is created, so they are
+    found once (one dump, before READY) and then read by exact lookup each bin; a socket that
+    closes keeps its last count, so the sum never goes back."""
 
-    def __init__(self, diag: SockDiag, spec: WorkerSpec):
+    def __init__(self, diag: SockDiag, spec: WorkerSpec, sockets: list[TcpSocket]):
         self.diag = diag
-        self.me = spec.ips[spec.rank]
-        self.peers = set(spec.ips) - {self.me}
-        self.exclude = frozenset({spec.port})
-        self.seen: dict[int, int] = {}
+        me = spec.ips[spec.rank]
+        self.sockets = job_connections(sockets, me, set(spec.ips) - {me}, frozenset({spec.port}))
+        self.last = {s.cookie: s.bytes_acked for s in self.sockets}
 
     def __call__(self) -> int:
-        for s in job_connections(self.diag.tcp_sockets(), self.me, self.peers, self.exclude):
-            self.seen[s.cookie] = s.bytes_acked
-        return sum(self.seen.values())
+        for s in self.sockets:
+            now = self.diag.lookup(s)
+            if now is not None:
+                self.last[s.cookie] = now.bytes_acked
+        return sum(self.last.values())
 
 
 def _collective(name: str, tensor, n: int) -> Callable[[], object]:
@@ -161,11 +164,12 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     op = _collective(spec.collective, tensor, spec.n)
     dist.barrier()  # every pair of ranks connected before the check and the start
     diag = SockDiag()
-    check_congestion_control(spec, diag.tcp_sockets())
+    sockets = diag.tcp_sockets()
+    check_congestion_control(spec, sockets)
     sent = collective.bytes_sent(spec.bytes_per_iteration, spec.n, spec.rank)
     print("READY", flush=True)
     t0 = wait_for_go()
-    sampler = BinSampler(AckedCounter(diag, spec), t0, spec.bin_s)
+    sampler = BinSampler(AckedCounter(diag, spec, sockets), t0, spec.bin_s)
     start = t0 + spec.start_offset_s
     delay = start - time.monotonic()
     if delay > 0:

@@ -63,3 +63,23 @@ def test_job_connections_keeps_established_sockets_to_peers_only():
     assert port not in {s.sport for s in without_server_port}
     client.close()
     server.close()
+
+
+def test_lookup_follows_one_socket_and_sees_it_go():
+    client, server = _pair(b"reno")
+    port = client.getsockname()[1]
+    with SockDiag() as diag:
+        found = next(s for s in diag.tcp_sockets() if s.sport == port and s.dst == "127.0.0.1")
+        client.sendall(b"y" * 200_000)
+        got = 0
+        while got < 200_000:
+            got += len(server.recv(1 << 20))
+        server.sendall(b"k")
+        assert client.recv(1) == b"k"
+        now = diag.lookup(found)
+        assert now is not None and now.cookie == found.cookie
+        assert now.bytes_acked - found.bytes_acked == 200_000
+        client.close()
+        server.close()
+        gone = diag.lookup(found)
+        assert gone is None or not gone.established  # FIN_WAIT/TIME_WAIT, then gone
