@@ -4,8 +4,8 @@ While a run is alive it keeps /run/mn-harness/<run_id>.json up to date with what
 node shell pids, worker pids, switch processes, root-namespace interfaces, registered BPF
 congestion controls, names added to tcp_allowed_congestion_control. `clean` reads only these
 files: it never guesses from names, so it never kills another tool's Mininet or deletes an
-interface it did not create. A pid is only signalled
-when its command line still looks like the process we started (pids get reused)."""
+interface it did not create. A pid is only signalled when its command line still looks like the
+process we started (pids get reused)."""
 
 from __future__ import annotations
 
