@@ -164,18 +164,24 @@ def load_done(out: Path) -> dict[tuple[str, str, str], list[dict]]:
     return done
 
 
-def report(out: Path, scenarios: list[str], ccs: list[str]) -> dict[str, object]:
+def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = False) -> dict[str, object]:
     done = load_done(out)
     keys: dict[str, object] = {}
     within = total = 0
-    print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
-          f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} overlap real/syn, ratio")
+    if markdown:
+        print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
+              "p99 ratio (95% CI) | overlap real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
+              f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} overlap real/syn, ratio")
     for scenario in scenarios:
         for cc in ccs:
             real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
             syn = [m for m in done.get((scenario, cc, "synthetic"), []) if m["status"] == "completed"]
             if not real or not syn:
-                print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  (not measured yet)")
+                if not markdown:
+                    print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  (not measured yet)")
                 continue
             rm, hm = ratio_ci([m["mean_s"] for m in syn], [m["mean_s"] for m in real])
             rp, hp = ratio_ci([m["p99_s"] for m in syn], [m["p99_s"] for m in real])
@@ -190,6 +196,14 @@ def report(out: Path, scenarios: list[str], ccs: list[str]) -> dict[str, object]
                   and (hm is None or abs(rm - 1) <= hm))
             within += ok
             total += 1
+            if markdown:
+                print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
+                      f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
+                      f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
+                      f"{o_real:.0%} / {o_syn:.0%} | {'yes' if ok else 'no'} |")
+                keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
+                keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
+                continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
@@ -216,6 +230,7 @@ def main() -> int:
                         help="hold the measurement lock for at most about this long at a time")
     parser.add_argument("--no-lock", action="store_true", help="do not take the measurement lock")
     parser.add_argument("--report-only", action="store_true", help="print the table of what is finished")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for docs/)")
     args = parser.parse_args()
     scenarios, ccs, modes = args.scenarios.split(","), args.ccs.split(","), args.modes.split(",")
     for name, known in ((scenarios, SCENARIOS), (ccs, None), (modes, MODES)):
@@ -245,7 +260,7 @@ def main() -> int:
               f"overlap {metrics['overlap']:.1%}", flush=True)
         (out / "runs" / f"{scenario}__{cc}__{mode}__r{rep}.json").write_text(json.dumps(metrics))
     lock.release()
-    keys = report(out, scenarios, ccs)
+    keys = report(out, scenarios, ccs, args.markdown)
     print(" ".join(f"{k}={v}" for k, v in keys.items()))
     return 0
 
