@@ -14,7 +14,7 @@ from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import Interface, NetworkPlan
-from mn_harness.network.shaping import egress_commands, queue_stats, shape_egress
+from mn_harness.network.shaping import egress_commands, queue_stats, rate_change_commands, shape_egress
 
 
 def address_commands(intf: Interface) -> list[list[str]]:
@@ -72,6 +72,10 @@ class LinuxDataplane(Dataplane):
                              intf.link.delay_s, where=f"link {intf.link.name}")
             for argv in route_commands(plan, name):
                 run_in(node.pid, argv)
+
+    def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
+        for argv in rate_change_commands(intf.name, bw_bps):
+            run_in(node.pid, argv)
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         stats = {}
