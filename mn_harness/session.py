@@ -36,8 +36,8 @@ from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError
-from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.default_cc import HostDefaultCC
+from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
