@@ -255,7 +255,7 @@ class Session:
         stack.callback(self.host_cc.close)
         stack.callback(lambda: self.extra.update(cc_telemetry_rows=self._save_cc_telemetry()))
         stack.callback(self.network.stop)
-        stack.callback(lambda: self.host_cc.reset(self.network))
+        stack.callback(self.host_cc.reset, self.network)
         stack.callback(self._read_switch_logs)
         stack.callback(self._stop_captures)
         stack.callback(self._stop_jobs_and_sample)
