@@ -76,6 +76,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for label, jobs in plan.link_jobs().items():
         if len(jobs) > 1:
             print(f"  shared link {label}: {', '.join(jobs)}")
+    from mn_harness.jobs.ideal import describe_job
+
+    for job in experiment.jobs:
+        print(f"  job {describe_job(job, plan)}")
     return 0
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from mn_harness.config import Experiment, LinkConfig
+from mn_harness.collectives import INC, Schedule
+from mn_harness.config import Experiment, JobConfig, LinkConfig
+from mn_harness.config.workload import CommPhase
 
 
 @dataclass(frozen=True)
@@ -152,15 +154,39 @@ class NetworkPlan:
         return [(workers[r], workers[(r + 1) % n]) for r in range(n)]
 
     def job_bottleneck_bps(self, workers: tuple[str, ...]) -> float:
-        """Slowest link any ring hop of the job crosses (isolated: no other job)."""
+        """Slowest link any ring hop of the workers crosses (the in-network aggregation's
+        baseline; the collectives use their own link loads, schedule_link_loads)."""
         return min(self.path_rate_bps(a, b) for a, b in self.ring_hops(workers))
 
+    def job_pairs(self, job: JobConfig) -> list[tuple[str, str]]:
+        """Directed (src host, dst host) pairs the job's communication phases send over, in
+        first-use order (inc_allreduce: its ring hops, as the aggregation is classified)."""
+        if job.collective == INC:
+            return self.ring_hops(job.workers)
+        pairs: list[tuple[str, str]] = []
+        for phase in job.comm_phases:
+            hosts = phase.participants
+            for a, b in phase.schedule().directed_pairs():
+                if (hosts[a], hosts[b]) not in pairs:
+                    pairs.append((hosts[a], hosts[b]))
+        return pairs
+
+    def schedule_link_loads(self, schedule: Schedule, hosts: tuple[str, ...]) -> dict[str, int]:
+        """Bytes each directed link carries when `schedule` runs on `hosts` (local rank i on
+        hosts[i]), along the plan's routes."""
+        return schedule.link_loads(lambda a, b: [hop.label for hop in self.path(hosts[a], hosts[b])])
+
+    def phase_link_loads(self, phase: CommPhase, nbytes: int | None = None) -> dict[str, int]:
+        return self.schedule_link_loads(phase.schedule(nbytes), phase.participants)
+
     def link_ranks(self) -> dict[str, dict[str, list[int]]]:
-        """Directed link label -> job -> ranks whose sending path (to the ring's next rank)
-        crosses it: the throughput of exactly those sockets is what the link carries."""
+        """Directed link label -> job -> ranks whose sending sockets carry data across it: the
+        throughput of exactly those ranks is what the link carries (a rank that sends to
+        several peers over different links counts on each)."""
         out: dict[str, dict[str, list[int]]] = {}
         for job in self.experiment.jobs:
-            for rank, (a, b) in enumerate(self.ring_hops(job.workers)):
+            for a, b in self.job_pairs(job):
+                rank = job.rank_of(a)
                 for hop in self.path(a, b):
                     ranks = out.setdefault(hop.label, {}).setdefault(job.name, [])
                     if rank not in ranks:
@@ -171,10 +197,10 @@ class NetworkPlan:
         return {f"{i.node}->{i.peer_node}": i.link.bw_bps for intfs in self.interfaces.values() for i in intfs}
 
     def link_jobs(self) -> dict[str, list[str]]:
-        """Directed link label -> jobs whose ring traffic crosses it (in job order)."""
+        """Directed link label -> jobs whose traffic crosses it (in job order)."""
         shared: dict[str, list[str]] = {}
         for job in self.experiment.jobs:
-            for a, b in self.ring_hops(job.workers):
+            for a, b in self.job_pairs(job):
                 for hop in self.path(a, b):
                     names = shared.setdefault(hop.label, [])
                     if job.name not in names:

@@ -7,9 +7,10 @@ opens its own sockets, so their congestion control is the namespace default the 
 in this host (mn_harness/cc/namespace.py); before reporting READY the worker reads every one of
 its connections from the kernel (sock_diag) and exits with one line if any uses another CC.
 
-Per iteration, as the synthetic worker: compute by sleep, then the collective on a fp32 tensor
-of the job's bytes; the same JSON lines (bytes_sent = the collective's bytes per worker,
-torch_collectives.py) and throughput bins (bytes acknowledged on the job's gloo connections,
+Per iteration, as the synthetic worker: compute by sleep (this rank's seeded durations: jitter
+and stragglers as in the synthetic mode), then the collective on a fp32 tensor of the job's
+bytes; the same JSON lines with their two phase records (bytes_sent = what gloo sends from this
+rank, collectives/gloo.py) and throughput bins (bytes acknowledged on the job's gloo connections,
 summed, read by sock_diag exact lookups each bin: the job's sockets are never touched).
 
 torch is imported before READY (it takes seconds) and kept to one intra-op and one inter-op
@@ -30,6 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from mn_harness.worker.bins import BinSampler
+from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
 from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.torch_collectives import INSTALL_HINT, TORCH_COLLECTIVES
@@ -177,15 +179,20 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     sampler.start()
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
+            planned, seconds = spec.means()[0], spec.durations(iteration)[0]  # jitter, stragglers
             t_start = time.monotonic()
-            time.sleep(spec.compute_s)
+            time.sleep(seconds)
             t_comm_start = time.monotonic()
             op()
             t_comm_end = time.monotonic()
             it_out.write(json.dumps({
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
-                "t_comm_end": round(t_comm_end - t0, 6), "bytes_sent": sent,
+                "t_comm_end": round(t_comm_end - t0, 6), "t_end": round(t_comm_end - t0, 6), "bytes_sent": sent,
+                "phases": [record(0, "compute", "compute", "", None, t_start - t0, t_comm_start - t0,
+                                  planned=planned, delay=seconds - planned),
+                           record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,
+                                  t_comm_start - t0, t_comm_end - t0, sent)],
             }) + "\n")
             it_out.flush()
             tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,

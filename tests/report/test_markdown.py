@@ -73,3 +73,19 @@ def test_write_report_on_a_run_that_produced_nothing(tmp_path):
     assert metrics["missing_rows_total"] == 12
     assert metrics["jobs"]["A"]["mean_iter_s"] is None
     assert ".png" not in text
+
+
+def test_phase_table_lists_phases_of_jobs_beyond_the_short_form():
+    from mn_harness.report.markdown import phase_rows
+
+    summary = {"jobs": {
+        "plain": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.3},
+                                  {"name": "ring_allreduce", "kind": "comm", "collective": "ring_allreduce",
+                                   "mean_s": 0.2, "busbw_Bps": 1e8}]},
+        "fsdp": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.1,
+                                  "mean_delay_s": 0.004},
+                                 {"name": "all_gather", "kind": "comm", "collective": "all_gather",
+                                  "mean_s": 0.05, "busbw_Bps": 1.125e8}]}}}
+    rows = phase_rows(summary)
+    assert rows == [["fsdp", "compute", "compute", "-", "100.0", "-", "4.0"],
+                    ["fsdp", "all_gather", "comm", "all_gather", "50.0", "0.900", "-"]]
