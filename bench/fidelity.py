@@ -18,8 +18,13 @@ from everything finished. The bench takes the measurement lock itself
 between so others get the machine; --budget-min stops starting runs after that many minutes.
 Do not wrap it in flock (use --no-lock if you must).
 
+--transport '{"segment_bytes": 1048576}' runs the synthetic worker with those
+mn_harness/worker/transport.py Tunables overrides (use a fresh --out for each setting: the runs
+record it, and a folder with runs of another setting is refused).
+
 Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--chunk-min 25] [--budget-min 200]
-           [--scenarios demo,three_jobs,heavy] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]"""
+           [--scenarios demo,three_jobs,heavy] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]
+           [--modes real,synthetic] [--transport JSON]"""
 
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import copy
 import fcntl
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -39,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from mn_harness.config import Experiment  # noqa: E402
+from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
 from mn_harness.report.metrics import iteration_overlaps, rivals  # noqa: E402
 from mn_harness.results.iterations import job_iterations  # noqa: E402
 from mn_harness.results.loaders import load_iterations  # noqa: E402
@@ -231,6 +238,7 @@ def main() -> int:
     parser.add_argument("--no-lock", action="store_true", help="do not take the measurement lock")
     parser.add_argument("--report-only", action="store_true", help="print the table of what is finished")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for docs/)")
+    parser.add_argument("--transport", default="{}", help="JSON: synthetic worker Tunables overrides")
     args = parser.parse_args()
     scenarios, ccs, modes = args.scenarios.split(","), args.ccs.split(","), args.modes.split(",")
     for name, known in ((scenarios, SCENARIOS), (ccs, None), (modes, MODES)):
@@ -239,6 +247,13 @@ def main() -> int:
             parser.error(f"unknown: {', '.join(unknown)}")
     out = Path(args.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    transport = json.loads(args.transport)
+    setting = out / "transport.json"  # the synthetic runs' Tunables overrides, one per folder
+    if setting.exists() and json.loads(setting.read_text()) != transport:
+        parser.error(f"{out} holds runs with transport {setting.read_text()}: use another --out")
+    if not args.report_only:
+        setting.write_text(json.dumps(transport))
+    os.environ[TRANSPORT_ENV] = json.dumps(transport)
     todo = [(s, c, m, r) for r in range(args.reps) for s in scenarios for c in ccs for m in modes
             if not (out / "runs" / f"{s}__{c}__{m}__r{r}.json").exists()]
     started = time.monotonic()
