@@ -69,6 +69,21 @@ def kill_process(pid: int, marker: str) -> bool:
     return True
 
 
+def egress_program_loaded(prog_id: int | None) -> bool:
+    """Whether the Linux data plane's egress program `prog_id` is still loaded (an id is only
+    reused after 2^31 loads, and the name is checked too)."""
+    from mn_harness.bpf.errors import BpfError
+    from mn_harness.bpf.syscall import prog_map_ids
+    from mn_harness.dataplane.egress.build import PROGRAM_NAME
+
+    if not prog_id:
+        return False
+    try:
+        return prog_map_ids(int(prog_id))[0] == PROGRAM_NAME
+    except BpfError:
+        return False
+
+
 def clean(log=print, include_live: bool = False) -> int:
     """Undo every run whose harness is gone (or all runs with include_live). Returns the number
     of things removed."""
@@ -103,6 +118,10 @@ def clean(log=print, include_live: bool = False) -> int:
         if run_dir and Path(run_dir).is_dir() and Path(run_dir).name.startswith("mn-harness-"):
             shutil.rmtree(run_dir, ignore_errors=True)
             log(f"removed {run_dir}")
+        for prog in dataplane.get("egress_programs", []):  # they die with their namespace
+            if egress_program_loaded(prog.get("prog_id")):
+                log(f"egress program {prog['prog_id']} on {prog.get('intf')} is still loaded: its "
+                    "namespace is alive (a process of the run survived?)")
         added = (data.get("allowed_cc") or {}).get("added") or []
         if added:  # before unregistering: the list may only name registered CCs
             try:

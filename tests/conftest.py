@@ -7,9 +7,14 @@ tests must run (CI with the toolchain bundle: `.ci/run` sets MN_HARNESS_REQUIRE_
 bmv2-marked test that would be skipped - for any reason: no toolchain, not root, a skipif or a
 pytest.skip() inside it - fails instead, with the reason, so a machine that lost BMv2 cannot
 pass CI by skipping. The `topologies` fixture finds the shipped topology files from any test
-directory."""
+directory.
+
+SIGTERM (`timeout`, `kill`) is turned into KeyboardInterrupt, as Ctrl-C is, so an interrupted
+real-run test still runs its `finally` blocks and fixture teardowns: namespaces, egress
+programs and BPF congestion controls are removed, not left behind."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -22,6 +27,15 @@ REQUIRE_BMV2_ENV = "MN_HARNESS_REQUIRE_BMV2"
 
 def bmv2_required() -> bool:
     return os.environ.get(REQUIRE_BMV2_ENV) == "1"
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -17,6 +17,15 @@ def small_demo(iterations: int = 4, bytes_per_iteration: str = "2MB", compute: s
     return raw
 
 
+def two_switch_line(**run) -> dict:
+    """h1 - s1 - s2 - h2 at 1 Gbit/s, one job across it, Linux data plane; `run` options added."""
+    return {"hosts": ["h1", "h2"], "switches": ["s1", "s2"], "link_defaults": {"bw": "1Gbit"},
+            "links": [{"endpoints": ["h1", "s1"]}, {"endpoints": ["s1", "s2"]}, {"endpoints": ["s2", "h2"]}],
+            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
+                      "compute": "10ms", "iterations": 1}],
+            "run": {"dataplane": "linux", **run}}
+
+
 ITER_HEADER = "job,rank,iteration,t_start,t_comm_start,t_comm_end,iter_time,comm_time,bytes_sent"
 
 

@@ -39,15 +39,17 @@ def test_wheel_in_a_fresh_venv_validates_the_demo_outside_the_checkout(tmp_path)
     # entries do not run, so `mn_harness` can only come from the wheel
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": sysconfig.get_paths()["purelib"]}
     where = subprocess.run([str(venv / "bin/python"), "-c", "import mn_harness, mn_harness.p4 as p, "
-                            "mn_harness.cc.build as b; print(mn_harness.__file__); "
+                            "mn_harness.cc.build as b, mn_harness.dataplane.egress.build as e; "
+                            "print(mn_harness.__file__); "
                             "print(sorted(x.name for x in p.PROGRAMS_DIR.rglob('*.p4'))); "
-                            "print(sorted(x.name for x in b.BPF_DIR.iterdir()))"],
+                            "print(sorted(x.name for x in b.BPF_DIR.iterdir())"
+                            " + [e.SOURCE.name] * e.SOURCE.is_file())"],
                            cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     path, programs, bpf = where.stdout.splitlines()
     assert path.startswith(str(venv)), path
     assert "ecn_telemetry.p4" in programs and "aggregation.p4" in programs and "ecn_headers.p4" in programs
-    assert "mltcp_common.h" in bpf and "mltcp_reno.bpf.c" in bpf
+    assert "mltcp_common.h" in bpf and "mltcp_reno.bpf.c" in bpf and "egress_queue.bpf.c" in bpf
     out = subprocess.run([str(venv / "bin/mn-harness"), "validate", "demo.yaml"], cwd=work, env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -20,7 +20,7 @@ import yaml
 from mn_harness.collectives import ring
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.runner import run_experiment
-from mn_harness.state import STATE_DIR
+from mn_harness.state import STATE_DIR, egress_program_loaded
 from tests.helpers import small_demo
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -118,6 +118,8 @@ def test_sigint_halfway_leaves_nothing_and_keeps_rows(tmp_path):
         time.sleep(0.2)
     assert state is not None, proc.stderr.read() if proc.poll() is not None else "no state file"
     pids = [pid for pid, _ in state["processes"]]
+    programs = [p["prog_id"] for p in state["dataplane"]["egress_programs"]]
+    assert programs  # ECN marking + queue telemetry on every switch port
     namespaces = {_netns_inode(pid) for pid in pids} - {None}
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -128,6 +130,7 @@ def test_sigint_halfway_leaves_nothing_and_keeps_rows(tmp_path):
     assert not (namespaces & _live_netns_inodes()), "a network namespace of the run is still alive"
     veths_after = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
     assert veths_after == veths_before
+    assert not any(egress_program_loaded(p) for p in programs)
     assert not STATE_DIR.joinpath(f"{state['run_id']}.json").exists()
     rows = read_rows(Path(state["results_dir"]))
     assert 5 * 2 <= len(rows) < 40 * 4  # kept what was measured, stopped halfway
@@ -158,6 +161,8 @@ def test_clean_removes_leftovers_of_a_sigkilled_run(tmp_path):
     # node shells die with the harness's ptys, but the workers live on and keep namespaces alive
     namespaces = {_netns_inode(pid) for pid in pids} - {None}
     assert namespaces, "expected leftovers after SIGKILL"
+    programs = [p["prog_id"] for p in state["dataplane"]["egress_programs"]]
+    assert programs  # recorded; they live as long as their router's namespace
     out = subprocess.run([sys.executable, "-m", "mn_harness.cli", "clean"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
@@ -165,6 +170,7 @@ def test_clean_removes_leftovers_of_a_sigkilled_run(tmp_path):
     for pid in pids:
         assert _gone(pid), f"pid {pid} survived clean"
     assert not (namespaces & _live_netns_inodes())
+    assert not any(egress_program_loaded(p) for p in programs)  # gone with their namespaces
     assert not STATE_DIR.joinpath(f"{state['run_id']}.json").exists()
 
 

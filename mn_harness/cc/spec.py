@@ -115,6 +115,12 @@ class CCSpec:
     def is_bpf(self) -> bool:
         return self.canonical in BPF_VARIANTS
 
+    @property
+    def needs_ecn(self) -> bool:
+        """True for the DCTCP family: it negotiates ECN by itself and needs CE marks."""
+        variant = BPF_VARIANTS.get(self.canonical)
+        return variant is not None and variant.needs_ecn
+
     def resolved(self) -> tuple[float, float, float]:
         """(slope, intercept, idle_gap_s) with variant defaults filled in (BPF variants only)."""
         variant = BPF_VARIANTS[self.canonical]

@@ -33,6 +33,7 @@ class Variant:
     source: str  # file in mn_harness/cc/bpf/
     prefix: str  # kernel CC name prefix; + 6 hex chars of the parameter hash (<= 15 chars)
     mltcp: bool  # True: F(bytes_ratio) scales growth; False: F == 1 (telemetry only)
+    needs_ecn: bool = False  # TCP_CONG_NEEDS_ECN: negotiates ECN itself, needs a marking bottleneck
     default_slope: float = DEFAULT_SLOPE
     default_intercept: float = DEFAULT_INTERCEPT
     default_idle_gap_s: float = DEFAULT_IDLE_GAP_S
@@ -43,8 +44,8 @@ BPF_VARIANTS: dict[str, Variant] = {
     for v in (
         Variant("mltcp-reno", "mltcp_reno.bpf.c", "mlreno_", mltcp=True),
         Variant("mltcp-cubic", "mltcp_cubic.bpf.c", "mlcubic_", mltcp=True),
-        Variant("mltcp-dctcp", "mltcp_dctcp.bpf.c", "mldctcp_", mltcp=True),
-        Variant("dctcp", "mltcp_dctcp.bpf.c", "bdctcp_", mltcp=False,
+        Variant("mltcp-dctcp", "mltcp_dctcp.bpf.c", "mldctcp_", mltcp=True, needs_ecn=True),
+        Variant("dctcp", "mltcp_dctcp.bpf.c", "bdctcp_", mltcp=False, needs_ecn=True,
                 default_slope=0.0, default_intercept=1.0),
     )
 }

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from mn_harness.cc.spec import CCSpec
+from mn_harness.config.ecn import EcnThreshold
 from mn_harness.config.experiment import Experiment
 from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
 from mn_harness.config.workload import ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
@@ -75,19 +76,34 @@ def cc_to_raw(cc: CCSpec) -> Any:
     return {"name": cc.name, **params} if params else cc.name
 
 
+def ecn_threshold_to_raw(threshold: EcnThreshold) -> Any:
+    """Packets as a bare number, bytes always with a unit (a bare number reads as packets), or
+    `off`."""
+    _covers(threshold, {"packets", "bytes"})
+    if threshold.off:
+        return "off"
+    if threshold.packets is not None:
+        return threshold.packets
+    text = size(threshold.bytes or 0)
+    return text if isinstance(text, str) else f"{threshold.bytes}B"
+
+
 def switch_to_raw(switch: SwitchConfig) -> Any:
     _covers(switch, {"name", "program", "ecn_threshold"})
-    extra = {k: v for k, v in (("program", switch.program), ("ecn_threshold", switch.ecn_threshold))
-             if v is not None}
+    extra: dict[str, Any] = {"program": switch.program} if switch.program is not None else {}
+    if switch.ecn_threshold is not None:
+        extra["ecn_threshold"] = ecn_threshold_to_raw(switch.ecn_threshold)
     return {"name": switch.name, **extra} if extra else switch.name
 
 
 def link_to_raw(link: LinkConfig) -> dict:
-    _covers(link, {"a", "b", "bw_bps", "queue_packets", "delay_s"})
+    _covers(link, {"a", "b", "bw_bps", "queue_packets", "delay_s", "ecn_threshold"})
     raw: dict[str, Any] = {"endpoints": [link.a, link.b], "bw": bandwidth(link.bw_bps),
                            "queue": link.queue_packets}
     if link.delay_s:
         raw["delay"] = duration(link.delay_s)
+    if link.ecn_threshold is not None:
+        raw["ecn_threshold"] = ecn_threshold_to_raw(link.ecn_threshold)
     return raw
 
 
@@ -166,7 +182,7 @@ def job_to_raw(job: JobConfig) -> dict:
 
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
-                  "isolated", "timeout_s", "gso_max_segs"})
+                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -175,6 +191,9 @@ def run_to_raw(run: RunConfig) -> dict:
         "throughput_bin": duration(run.throughput_bin_s),
         "isolated": run.isolated,
         "gso_max_segs": run.gso_max_segs,
+        "tcp_ecn": run.tcp_ecn,
+        "queue_telemetry": run.queue_telemetry if isinstance(run.queue_telemetry, bool)
+        else list(run.queue_telemetry),
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.cc.spec import CCSpec
+from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.model import (
     EXPERIMENT_RE,
@@ -161,6 +162,7 @@ class Experiment:
         )
         experiment._check_connected()
         experiment._check_interface_names()
+        queue_telemetry_directions(experiment)  # the links it names exist
         experiment._check_inc_jobs()
         experiment.check_dataplane_limits(experiment.run.dataplane)
         if any(job.scale for job in experiment.jobs):

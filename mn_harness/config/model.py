@@ -15,6 +15,7 @@ from typing import Any
 
 from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
+from mn_harness.config.ecn import EcnThreshold, parse_ecn_threshold, parse_queue_telemetry, parse_tcp_ecn
 from mn_harness.config.forms import KEYS as FORM_KEYS
 from mn_harness.config.forms import parse_iteration
 from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
@@ -28,7 +29,7 @@ from mn_harness.config.workload import (
 )
 from mn_harness.errors import ConfigError
 from mn_harness.p4 import find_program, shipped_programs
-from mn_harness.p4.limits import INC_MAX_SLOTS, NO_MARKING, QDEPTH_BITS
+from mn_harness.p4.limits import INC_MAX_SLOTS
 from mn_harness.units import parse_bandwidth, parse_duration
 from mn_harness.worker.torch_collectives import INSTALL_HINT, is_torch_collective, torch_importable
 
@@ -79,19 +80,16 @@ def _positive_int(raw: Any, path: str) -> int:
 class SwitchConfig:
     name: str
     program: str | None = None  # P4 program for the BMv2 data plane (default ecn_telemetry)
-    ecn_threshold: int | None = None  # packets; BMv2 marks CE at or above this queue depth
+    ecn_threshold: EcnThreshold | None = None  # default of its egress ports (config/ecn.py)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> SwitchConfig:
         if isinstance(raw, str):
             return cls(check_name(raw, path))
         check_keys(raw, path, {"name", "program", "ecn_threshold"}, {"name"})
-        threshold = raw.get("ecn_threshold")
-        if threshold is not None:
-            threshold = _positive_int(threshold, f"{path}.ecn_threshold")
-            if threshold >= NO_MARKING:
-                raise ConfigError(f"{path}.ecn_threshold", f"at most {NO_MARKING - 1} packets "
-                                  f"(the P4 queue depth is {QDEPTH_BITS} bits), got {threshold}")
+        threshold = None
+        if "ecn_threshold" in raw:
+            threshold = parse_ecn_threshold(raw["ecn_threshold"], f"{path}.ecn_threshold")
         program = raw.get("program")
         if program is not None:
             if not isinstance(program, str) or not program:
@@ -109,6 +107,7 @@ class LinkConfig:
     bw_bps: float
     queue_packets: int
     delay_s: float = 0.0
+    ecn_threshold: EcnThreshold | None = None  # for both switch ends; overrides the switch's
 
     @property
     def name(self) -> str:
@@ -116,7 +115,7 @@ class LinkConfig:
 
     @classmethod
     def from_dict(cls, raw: Any, path: str, defaults: Mapping) -> LinkConfig:
-        check_keys(raw, path, {"endpoints", "bw", "queue", "delay"}, {"endpoints"})
+        check_keys(raw, path, {"endpoints", "bw", "queue", "delay", "ecn_threshold"}, {"endpoints"})
         ends = _list(raw["endpoints"], f"{path}.endpoints")
         if len(ends) != 2:
             raise ConfigError(f"{path}.endpoints", f"a link has 2 endpoints, got {len(ends)}")
@@ -130,7 +129,10 @@ class LinkConfig:
         bw = parse_bandwidth(merged["bw"], f"{path}.bw")
         queue = _positive_int(merged.get("queue", 100), f"{path}.queue")
         delay = parse_duration(merged.get("delay", 0), f"{path}.delay")
-        return cls(a, b, bw, queue, delay)
+        threshold = None
+        if "ecn_threshold" in raw:
+            threshold = parse_ecn_threshold(raw["ecn_threshold"], f"{path}.ecn_threshold")
+        return cls(a, b, bw, queue, delay, threshold)
 
 
 
@@ -276,11 +278,13 @@ class RunConfig:
     isolated: bool = False
     timeout_s: float | None = None  # whole-run limit; default derived from the jobs
     gso_max_segs: int = 16  # cap on GSO super-packets (MTUs); 1 = offloads off, see shaping.py
+    tcp_ecn: str | bool = "auto"  # hosts' net.ipv4.tcp_ecn (config/ecn.py)
+    queue_telemetry: bool | tuple[str, ...] = True  # sampled egress queues (config/ecn.py)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs"}
+                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -305,4 +309,7 @@ class RunConfig:
             isolated=raw.get("isolated", False),
             gso_max_segs=_positive_int(raw.get("gso_max_segs", 16), f"{path}.gso_max_segs"),
             timeout_s=None if timeout is None else parse_duration(timeout, f"{path}.timeout", allow_zero=False),
+            tcp_ecn=parse_tcp_ecn(raw.get("tcp_ecn", "auto"), f"{path}.tcp_ecn"),
+            queue_telemetry=parse_queue_telemetry(raw.get("queue_telemetry", True),
+                                                  f"{path}.queue_telemetry"),
         )

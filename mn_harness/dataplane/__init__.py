@@ -35,7 +35,7 @@ def select_dataplane(requested: str, log=print) -> Dataplane:
     from mn_harness.dataplane.linux import LinuxDataplane
 
     if requested == "linux":
-        return LinuxDataplane()
+        return LinuxDataplane(log=log)
     reason = bmv2_unavailable_reason()
     if requested == "bmv2":
         if reason:
@@ -45,7 +45,7 @@ def select_dataplane(requested: str, log=print) -> Dataplane:
         log("data plane: auto -> bmv2 (BMv2 binaries found)")
         return _bmv2_class()()
     log("data plane: auto -> linux (BMv2 not installed)")
-    return LinuxDataplane()
+    return LinuxDataplane(log=log)
 
 
 __all__ = ["DataplaneError", "bmv2_unavailable_reason", "select_dataplane"]

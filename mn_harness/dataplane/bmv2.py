@@ -61,12 +61,9 @@ Processes
 
 from __future__ import annotations
 
-import csv
-import os
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from mininet.net import Mininet
@@ -75,6 +72,8 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
+from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
+from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import add_netem
@@ -86,16 +85,11 @@ from mn_harness.p4.compile import compile_p4
 from mn_harness.p4.entries import job_ids, plan_job_rules, qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
 from mn_harness.p4.runtime import SwitchConnection
-from mn_harness.p4.telemetry import TelemetryReader
+from mn_harness.p4.telemetry import PortSample, TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
-from mn_harness.results.queue import QueueSummary
-from mn_harness.results.schema import queue_columns
 
-DEFAULT_ECN_THRESHOLD = 20  # packets
 THRIFT_PORT = 9090           # on each switch namespace's own loopback
-SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"
-DEFAULT_SAMPLE_HZ = 100.0
-FLUSH_EVERY_S = 0.2
+SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"  # else MN_HARNESS_QUEUE_SAMPLE_HZ, else 100
 
 
 class Bmv2SwitchNode(Node):
@@ -125,7 +119,7 @@ class Bmv2Dataplane(Dataplane):
     name = "bmv2"
 
     def __init__(self, sample_hz: float | None = None, bmv2_log: bool = False):
-        self.sample_hz = float(sample_hz or os.environ.get(SAMPLE_HZ_ENV) or DEFAULT_SAMPLE_HZ)
+        self.sample_hz = float(sample_hz or sample_hz_from_env(SAMPLE_HZ_ENV))
         if self.sample_hz <= 0:
             raise DataplaneError(f"telemetry sample rate must be > 0, got {self.sample_hz}")
         self.bmv2_log = bmv2_log
@@ -135,7 +129,7 @@ class Bmv2Dataplane(Dataplane):
         self.conns: dict[str, SwitchConnection] = {}
         self.plan: NetworkPlan | None = None
         self.run_dir: Path | None = None
-        self._collector: _Collector | None = None
+        self._collector: QueueCollector | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -188,11 +182,12 @@ class Bmv2Dataplane(Dataplane):
         agg_jobs = plan_agg_jobs(plan, inc_slots) if inc_slots else {}
         setups = {}
         for name, cfg in self.configs.items():
+            intfs = plan.interfaces.get(name, [])
             queues = {i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets)
-                      for i in plan.interfaces.get(name, [])}
+                      for i in intfs}
+            thresholds = {i.port: port_threshold(plan, i).threshold_packets() for i in intfs}
             setups[name] = SwitchSetup(specs[name], compile_p4(resolve_program(cfg.program)),
-                                       queues=queues,
-                                       ecn_threshold=cfg.ecn_threshold or DEFAULT_ECN_THRESHOLD,
+                                       queues=queues, port_thresholds=thresholds,
                                        job_rules=rules, agg_jobs=agg_jobs.get(name, ()))
         return setups
 
@@ -227,23 +222,35 @@ class Bmv2Dataplane(Dataplane):
             return
         self.stop_telemetry()
         jobs = job_ids(self.plan)
+        names = {v: k for k, v in jobs.items()}
+        watched = {(i.node, i.port): link_label(i) for i in monitored_interfaces(self.plan)}
         readers = []
-        links = {}
         for name, conn in self.conns.items():
-            intfs = self.plan.interfaces.get(name, [])
-            shifts = {i.port: qbucket_shift(i.link.queue_packets) for i in intfs}
-            readers.append(TelemetryReader(conn, name, [i.port for i in intfs], jobs.values(), shifts))
-            links.update({(name, i.port): f"{name}->{i.peer_node}" for i in intfs})
-        self._collector = _Collector(Path(out_dir) / "queue.csv", readers, jobs, links, t0,
-                                     self.sample_hz)
+            intfs = [i for i in self.plan.interfaces.get(name, []) if (name, i.port) in watched]
+            if intfs:
+                shifts = {i.port: qbucket_shift(i.link.queue_packets) for i in intfs}
+                readers.append(TelemetryReader(conn, name, [i.port for i in intfs], jobs.values(),
+                                               shifts))
+        if not readers:
+            return
+
+        def sample() -> list[QueueSample]:
+            return [_queue_sample(s, watched.get((s.switch, s.port), ""), names)
+                    for r in readers for s in r.sample()]
+
+        self._collector = QueueCollector(Path(out_dir) / "queue.csv", list(jobs), sample, t0,
+                                         self.sample_hz, name="bmv2-telemetry")
         self._collector.start()
 
     def stop_telemetry(self) -> dict:
         collector, self._collector = self._collector, None
-        if collector is None:
-            return {}
-        collector.stop()
-        return collector.summary()
+        out = {}
+        if collector is not None:
+            collector.stop()
+            out = collector.summary()
+        if self.plan is not None:
+            out["ecn"] = ecn_summary(self.plan, "bmv2")
+        return out
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         return {}
@@ -297,63 +304,9 @@ class Bmv2Dataplane(Dataplane):
                 self.run_dir = None
 
 
-# -- queue.csv (columns: mn_harness.results.schema; summary: mn_harness.results.queue) ------
-
-class _Collector(threading.Thread):
-    def __init__(self, path: Path, readers: list[TelemetryReader], jobs: dict[str, int],
-                 links: dict, t0: float, sample_hz: float):
-        super().__init__(name="bmv2-telemetry", daemon=True)
-        self.path = path
-        self.readers = readers
-        self.jobs = jobs                       # name -> id
-        self.names = {v: k for k, v in jobs.items()}
-        self.links = links
-        self.t0 = t0
-        self.period = 1.0 / sample_hz
-        self._halt = threading.Event()
-        self.acc = QueueSummary(jobs)
-        self.error: str | None = None
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(timeout=10)
-
-    def summary(self) -> dict:
-        out = self.acc.result()
-        if self.error:
-            out["telemetry"]["error"] = self.error
-        return out
-
-    def run(self) -> None:
-        with open(self.path, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(queue_columns(self.jobs))
-            for r in self.readers:
-                r.sample()  # baseline
-            last_flush = time.monotonic()
-            next_t = time.monotonic() + self.period
-            while not self._halt.is_set():
-                delay = next_t - time.monotonic()
-                if delay > 0 and self._halt.wait(delay):
-                    break
-                next_t += self.period
-                if next_t < time.monotonic():  # fell behind: do not burst to catch up
-                    next_t = time.monotonic() + self.period
-                t = time.monotonic() - self.t0
-                try:
-                    samples = [s for r in self.readers for s in r.sample()]
-                except Exception as exc:  # noqa: BLE001 - a dying switch ends sampling, not the run
-                    self.error = str(exc).splitlines()[0]
-                    break
-                self.acc.add_tick(t)
-                for s in samples:
-                    link = self.links.get((s.switch, s.port), "")
-                    job_marks = {self.names[j]: n for j, n in s.job_marks.items()}
-                    self.acc.add_row(s.switch, s.port, link, s.depth.mean, s.depth.max,
-                                     s.depth.packets, s.marks, job_marks)
-                    writer.writerow([f"{t:.4f}", s.switch, s.port, link, f"{s.depth.mean:.2f}",
-                                     f"{s.depth.max:g}", s.depth.packets, s.marks,
-                                     *[s.job_bytes.get(self.jobs[j], 0) for j in self.jobs]])
-                if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-                    fh.flush()
-                    last_flush = time.monotonic()
+def _queue_sample(s: PortSample, link: str, job_names: dict[int, str]) -> QueueSample:
+    """A port's counter interval as a queue.csv row; BMv2's queue drops are invisible to the
+    P4 program (the traffic manager drops before egress), so `drops` is not measured."""
+    return QueueSample(s.switch, s.port, link, s.depth.mean, s.depth.max, s.depth.packets, s.marks,
+                       None, {job_names[j]: n for j, n in s.job_bytes.items()},
+                       {job_names[j]: n for j, n in s.job_marks.items()})

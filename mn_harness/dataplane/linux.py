@@ -2,19 +2,55 @@
 
 Routers rather than bridges, because routing works on any connected topology, loops included
 (leaf-spine), with static shortest-path routes from the plan; a bridge would need STP. Each
-egress port is shaped with HTB + a packet FIFO (see shaping.py), so the bottleneck queue is a
-real kernel queue that fills and drops."""
+egress port is shaped with HTB + a byte FIFO (see shaping.py), so the bottleneck queue is a
+real kernel queue that fills and drops.
+
+ECN and queue telemetry (mn_harness/dataplane/egress): every switch egress port that marks
+(its `ecn_threshold`, default 20 packets, not `off`) or is sampled (`run.queue_telemetry`) gets
+the egress BPF program on its clsact hook, in front of the HTB. It CE-marks ECT packets joining
+a queue at or above the threshold, lets the FIFO drop at its limit as before, and counts what
+queue.csv needs; a thread samples it (default 100/s). Where the kernel cannot run it, RED marks
+instead (no queue.csv) or, failing that, the run stops with one line if anything needs marks
+(egress/probe.py)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from mininet.net import Mininet
 from mininet.node import Node
 
+from mn_harness.bpf.toolchain import check_toolchain
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
+from mn_harness.dataplane.egress.build import EgressBuilder, EgressConfig, default_cache_dir
+from mn_harness.dataplane.egress.probe import Support, bpf_unavailable_reason, choose_tracker, ecn_demand
+from mn_harness.dataplane.egress.program import EgressProgram
+from mn_harness.dataplane.egress.sampler import EgressSampler, SampledPort
+from mn_harness.dataplane.errors import DataplaneError
+from mn_harness.dataplane.queue_csv import QueueCollector, sample_hz_from_env
+from mn_harness.dataplane.queues import (
+    ecn_summary,
+    host_job_ids,
+    link_label,
+    monitored_interfaces,
+    port_threshold,
+    switch_ports,
+)
 from mn_harness.network.commands import run_in
+from mn_harness.network.errors import NetworkError
 from mn_harness.network.plan import Interface, NetworkPlan
-from mn_harness.network.shaping import egress_commands, queue_stats, rate_change_commands, shape_egress
+from mn_harness.network.shaping import (
+    HTB_CLASS,
+    LEAF_HANDLE,
+    egress_commands,
+    fifo_limit_bytes,
+    htb_burst_bytes,
+    queue_stats,
+    rate_change_commands,
+    red_leaf_argv,
+    shape_egress,
+)
 
 
 def address_commands(intf: Interface) -> list[list[str]]:
@@ -41,6 +77,22 @@ def router_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
     return out + route_commands(plan, router)
 
 
+NO_LIMIT_BYTES = 2**32 - 1
+
+
+def egress_config(plan: NetworkPlan, intf: Interface, tracker: str, compare: bool = False) -> EgressConfig:
+    """The program one port gets: its threshold (hosts: none), its FIFO limit, its HTB. A link
+    with `delay` has netem as its leaf, which limits packets, not bytes, and also holds the
+    packets it delays: there drops are not predicted (NO_LIMIT_BYTES) and the depth includes
+    the delay line (docs/ecn.md)."""
+    link = intf.link
+    limit = NO_LIMIT_BYTES if link.delay_s > 0 else fifo_limit_bytes(link.queue_packets)
+    return EgressConfig(mark_bytes=port_threshold(plan, intf).threshold_bytes(),
+                        limit_bytes=limit, rate_bps=link.bw_bps,
+                        burst_bytes=htb_burst_bytes(link.bw_bps),
+                        jobs=len(plan.experiment.jobs) + 1, tracker=tracker, compare=compare)
+
+
 class LinuxRouter(Node):
     """A namespace with IP forwarding on; interfaces are configured by the data plane."""
 
@@ -54,8 +106,17 @@ class LinuxRouter(Node):
 class LinuxDataplane(Dataplane):
     name = "linux"
 
-    def __init__(self):
+    def __init__(self, sample_hz: float | None = None, log=print, compare_trackers: bool = False):
         self.routers: dict[str, Node] = {}
+        self.sample_hz = float(sample_hz or sample_hz_from_env())
+        if self.sample_hz <= 0:
+            raise DataplaneError(f"telemetry sample rate must be > 0, got {self.sample_hz}")
+        self.log = log
+        self.compare_trackers = compare_trackers  # the tracking benchmark: both trackers run
+        self.plan: NetworkPlan | None = None
+        self.support: Support | None = None
+        self.programs: dict[tuple[str, str], EgressProgram] = {}  # (node, interface) -> program
+        self._collector: QueueCollector | None = None
 
     def add_switch(self, net: Mininet, switch: SwitchConfig, plan: NetworkPlan) -> Node:
         node = net.addHost(switch.name, cls=LinuxRouter, ip=None)
@@ -63,6 +124,7 @@ class LinuxDataplane(Dataplane):
         return node
 
     def configure(self, net: Mininet, plan: NetworkPlan) -> None:
+        self.plan = plan
         for name, node in self.routers.items():
             node.config()
             for intf in plan.interfaces[name]:
@@ -72,10 +134,106 @@ class LinuxDataplane(Dataplane):
                              intf.link.delay_s, where=f"link {intf.link.name}")
             for argv in route_commands(plan, name):
                 run_in(node.pid, argv)
+        self._set_up_egress(net, plan)
+
+    # -- ECN marking and the egress programs -------------------------------------------------
+    def _set_up_egress(self, net: Mininet, plan: NetworkPlan) -> None:
+        marking = [i for i in switch_ports(plan) if not port_threshold(plan, i).off]
+        watched = monitored_interfaces(plan)
+        wanted = list({(i.node, i.name): i for i in marking + watched}.values())
+        if not wanted:
+            self.support = Support("off")
+            return
+        reason = bpf_unavailable_reason()
+        if reason is None:
+            reason = self._attach_programs(net, plan, wanted, choose_tracker())
+        if reason is None:
+            return
+        self.log(f"ecn: the egress BPF program cannot run here: {reason}")
+        if marking and self._try_red(net, plan, marking):
+            self.support = Support("red", reason=reason)
+            self.log("ecn: marking with RED instead (no queue.csv)")
+            return
+        self.support = Support("none", reason=f"{reason}; and no sch_red (RED) qdisc" if marking else reason)
+        demand = ecn_demand(plan.experiment)
+        if marking and demand:
+            raise DataplaneError(f"ECN marking unavailable ({demand}): {self.support.reason}; "
+                                 "see docs/troubleshooting.md#dctcp-ecn")
+        if marking:
+            self.log("ecn: no marking on this kernel; no job needs it")
+
+    def _attach_programs(self, net: Mininet, plan: NetworkPlan, ports: list[Interface],
+                         tracker: str) -> str | None:
+        """Attach the program to every port; the first port doubles as the probe: its failure
+        is returned as the reason BPF cannot be used (later failures are errors)."""
+        builder = EgressBuilder(default_cache_dir(), log=self.log)
+        builder.tools = check_toolchain()
+        jobs = host_job_ids(plan)
+        for n, intf in enumerate(ports):
+            obj = builder.build(egress_config(plan, intf, tracker, self.compare_trackers))
+            prog = EgressProgram(net[intf.node].pid, intf.name, obj, len(plan.experiment.jobs) + 1,
+                                 where=f"link {link_label(intf)}")
+            try:
+                prog.attach()
+            except DataplaneError as exc:
+                prog.detach()
+                if n == 0:
+                    return str(exc)
+                raise
+            self.programs[(intf.node, intf.name)] = prog
+            prog.set_jobs(jobs)
+        self.support = Support("bpf", tracker)
+        return None
+
+    def _try_red(self, net: Mininet, plan: NetworkPlan, ports: list[Interface]) -> bool:
+        """RED as the leaf of every marking port without `delay`; False if the kernel refuses."""
+        for n, intf in enumerate(p for p in ports if p.link.delay_s == 0):
+            leaf = ["tc", "qdisc", "replace", "dev", intf.name, "parent", HTB_CLASS, "handle", LEAF_HANDLE]
+            mark = port_threshold(plan, intf).threshold_bytes()
+            assert mark is not None
+            try:
+                run_in(net[intf.node].pid, red_leaf_argv(leaf, intf.link.bw_bps, intf.link.queue_packets, mark))
+            except NetworkError:
+                if n == 0:
+                    return False
+                raise
+        return True
+
+    # -- telemetry ---------------------------------------------------------------------------
+    def start_telemetry(self, out_dir: Path, t0: float) -> None:
+        if self.plan is None:
+            return
+        self.stop_telemetry()
+        ports = [SampledPort(i.node, i.port, link_label(i), self.programs[(i.node, i.name)],
+                             drops_known=i.link.delay_s == 0)
+                 for i in monitored_interfaces(self.plan) if (i.node, i.name) in self.programs]
+        if not ports:
+            return
+        names = [j.name for j in self.plan.experiment.jobs]
+        self._collector = QueueCollector(Path(out_dir) / "queue.csv", names, EgressSampler(ports, names),
+                                         t0, self.sample_hz, name="linux-queue-telemetry")
+        self._collector.start()
+
+    def stop_telemetry(self) -> dict:
+        collector, self._collector = self._collector, None
+        out: dict = {}
+        if collector is not None:
+            collector.stop()
+            out = collector.summary()
+        elif self.support is not None and self.support.method != "bpf" and self.plan is not None \
+                and monitored_interfaces(self.plan):
+            out = {"telemetry": {"samples": 0, "error": f"no queue telemetry: {self.support.reason}"}}
+        if self.plan is not None and self.support is not None:
+            out["ecn"] = ecn_summary(self.plan, self.support.describe())
+        return out
 
     def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
         for argv in rate_change_commands(intf.name, bw_bps):
             run_in(node.pid, argv)
+        if (intf.node, intf.name) in self.programs and self.support is not None \
+                and self.support.tracker == "vq":  # the backlog tracker follows the HTB by itself
+            self.log(f"ecn: {link_label(intf)}: the virtual queue still drains at the old rate "
+                     "(compiled in); its depth and marks are off until the run ends")
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         stats = {}
@@ -83,3 +241,15 @@ class LinuxDataplane(Dataplane):
             for intf in plan.interfaces[name]:
                 stats[f"{name}->{intf.peer_node}"] = queue_stats(node.pid, intf.name)
         return stats
+
+    def state(self) -> dict:
+        return {"egress_programs": [p.state() for p in self.programs.values()]}
+
+    def stop(self) -> None:
+        """Stop sampling and take every egress program off its port. Idempotent."""
+        try:
+            self.stop_telemetry()
+        finally:
+            programs, self.programs = list(self.programs.values()), {}
+            for prog in programs:
+                prog.detach()

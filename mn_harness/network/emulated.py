@@ -17,6 +17,7 @@ from mininet.net import Mininet
 from mininet.node import Host, Node
 
 from mn_harness.config import Experiment, LinkConfig
+from mn_harness.config.ecn import tcp_ecn_sysctl
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import limit_offloads, rate_change_commands, shape_egress
@@ -80,7 +81,10 @@ class EmulatedNetwork:
         ssai = "1" if self.experiment.run.slow_start_after_idle else "0"
         run_in(pid, ["sysctl", "-q", "-w", f"net.ipv4.tcp_slow_start_after_idle={ssai}"])
         run_in(pid, ["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"])
-        for key, value in self.dataplane.host_sysctls().items():
+        sysctls = self.dataplane.host_sysctls()
+        if (ecn := tcp_ecn_sysctl(self.experiment.run.tcp_ecn)) is not None:
+            sysctls["net.ipv4.tcp_ecn"] = ecn  # run.tcp_ecn overrides the data plane's choice
+        for key, value in sysctls.items():
             run_in(pid, ["sysctl", "-q", "-w", f"{key}={value}"])
         shape_egress(pid, intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s,
                      where=f"link {intf.link.name}")

@@ -1,8 +1,12 @@
 """Egress shaping: each link end gets HTB at the link rate with a byte FIFO of `queue` frames as
 its leaf, so a bottleneck's queue really fills and drops (no netem needed).
 
-The tc argv lists are built by pure functions (`egress_commands`, `offload_commands`) so they can
-be checked without a namespace; `shape_egress` and `limit_offloads` run them in a node.
+The tc argv lists are built by pure functions (`egress_commands`, `offload_commands`,
+`clsact_commands`, `bpf_egress_argv`, `red_leaf_argv`) so they can be checked without a
+namespace; `shape_egress` and `limit_offloads` run them in a node. ECN marking on the Linux data
+plane (mn_harness/dataplane/egress) puts a tc BPF program on the port's clsact egress hook, in
+front of this HTB; on kernels that cannot run it but have sch_red, RED (`ecn nodrop`, a step at
+the threshold) is the leaf instead of the FIFO.
 Segmentation offloads are capped first (see `offload_commands`): with unlimited GSO/TSO a 64 KB
 super-packet would count as one packet in the FIFO and make `queue` meaningless. `delay` needs
 netem as the leaf instead; where the kernel lacks sch_netem we say so in one line."""
@@ -35,9 +39,11 @@ def netem_argv(qdisc_argv: list[str], delay_s: float, limit: int) -> list[str]:
     return [*qdisc_argv, "netem", "delay", f"{delay_s * 1e6:.0f}us", "limit", str(limit)]
 
 
-def egress_commands(intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0) -> list[list[str]]:
+def egress_commands(intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0,
+                    red_mark_bytes: int | None = None) -> list[list[str]]:
     """The tc commands that shape `intf`'s egress: HTB root at bw_bps, then a byte FIFO of
-    queue_packets frames (or netem with `delay_s` and a packet limit) as the leaf."""
+    queue_packets frames (or netem with `delay_s` and a packet limit, or RED marking at
+    `red_mark_bytes`) as the leaf."""
     rate = f"{int(bw_bps)}bit"
     burst = str(htb_burst_bytes(bw_bps))
     commands = [
@@ -48,9 +54,41 @@ def egress_commands(intf: str, bw_bps: float, queue_packets: int, delay_s: float
     leaf = ["tc", "qdisc", "add", "dev", intf, "parent", HTB_CLASS, "handle", LEAF_HANDLE]
     if delay_s > 0:
         commands.append(netem_argv(leaf, delay_s, queue_packets))
+    elif red_mark_bytes is not None:
+        commands.append(red_leaf_argv(leaf, bw_bps, queue_packets, red_mark_bytes))
     else:
         commands.append([*leaf, "bfifo", "limit", str(fifo_limit_bytes(queue_packets))])
     return commands
+
+
+def red_leaf_argv(leaf: list[str], bw_bps: float, queue_packets: int, mark_bytes: int) -> list[str]:
+    """RED as a step marker (for kernels with sch_red but no usable tc BPF): ECT packets are
+    marked CE once the average queue reaches `mark_bytes` (min = mark, max = mark + 1 frame,
+    probability 1), `nodrop` keeps not-ECT packets queued until the FIFO limit, as the byte FIFO
+    would (Linux >= 5.8), and `burst` = the threshold in frames makes tc pick the smallest EWMA
+    weight exponent (Wlog 1: the average moves half-way to each new backlog)."""
+    limit = fifo_limit_bytes(queue_packets)
+    low = max(1, min(mark_bytes, limit - FRAME_BYTES))
+    return [*leaf, "red", "limit", str(limit), "min", str(low), "max", str(low + FRAME_BYTES),
+            "avpkt", str(FRAME_BYTES), "burst", str(max(1, -(-low // FRAME_BYTES))),
+            "probability", "1.0", "bandwidth", f"{int(bw_bps)}bit", "ecn", "nodrop"]
+
+
+def clsact_commands(intf: str) -> list[list[str]]:
+    """The clsact qdisc that holds `intf`'s egress BPF filter."""
+    return [["tc", "qdisc", "replace", "dev", intf, "clsact"]]
+
+
+def bpf_egress_argv(intf: str, obj: str, section: str = "tc") -> list[str]:
+    """Attach `obj`'s program in `section` to `intf`'s egress (direct action: it returns the
+    verdict itself; ours always lets the packet through)."""
+    return ["tc", "filter", "replace", "dev", intf, "egress", "pref", "1", "handle", "1", "bpf",
+            "direct-action", "obj", obj, "sec", section]
+
+
+def bpf_detach_commands(intf: str) -> list[list[str]]:
+    """Remove the egress filter and the clsact qdisc again (the HTB root stays)."""
+    return [["tc", "filter", "del", "dev", intf, "egress"], ["tc", "qdisc", "del", "dev", intf, "clsact"]]
 
 
 def rate_change_commands(intf: str, bw_bps: float) -> list[list[str]]:
@@ -99,8 +137,8 @@ def run_netem(pid: int, argv: list[str], where: str) -> None:
 
 
 def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0,
-                 where: str = "") -> None:
-    for argv in egress_commands(intf, bw_bps, queue_packets, delay_s):
+                 where: str = "", red_mark_bytes: int | None = None) -> None:
+    for argv in egress_commands(intf, bw_bps, queue_packets, delay_s, red_mark_bytes):
         if "netem" in argv:
             run_netem(pid, argv, where or intf)
         else:
@@ -117,7 +155,7 @@ def parse_queue_stats(tc_output: str) -> dict:
     leaf = False
     for line in tc_output.splitlines():
         if line.startswith("qdisc"):
-            leaf = line.split()[1] in ("bfifo", "pfifo", "netem")
+            leaf = line.split()[1] in ("bfifo", "pfifo", "netem", "red")
             continue
         match = _SENT_RE.search(line)
         if match and leaf:

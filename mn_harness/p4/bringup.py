@@ -34,6 +34,7 @@ class SwitchSetup:
     program: CompiledProgram
     queues: Mapping[int, QueueConfig] = field(default_factory=dict)  # egress port -> queues
     ecn_threshold: int | None = None       # packets; None: no marking
+    port_thresholds: Mapping[int, int | None] = field(default_factory=dict)  # per port, overrides it
     job_rules: Sequence[JobRule] = ()      # job_classify entries (telemetry per job)
     agg_jobs: Sequence[AggJob] = ()        # aggregation.p4 jobs (slots already allocated)
 
@@ -42,6 +43,7 @@ class SwitchSetup:
 
     def entries(self) -> list[Entry]:
         return switch_entries(self.spec, ecn_threshold=self.ecn_threshold,
+                              port_thresholds=self.port_thresholds,
                               queue_depths=self.queue_depths(), job_rules=self.job_rules)
 
 

@@ -177,7 +177,7 @@ def job_entries(rules: Iterable[JobRule]) -> list[Entry]:
 
 
 def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
-                   port_thresholds: Mapping[int, int] | None = None,
+                   port_thresholds: Mapping[int, int | None] | None = None,
                    queue_depths: Mapping[int, int] | None = None,
                    job_rules: Iterable[JobRule] = ()) -> list[Entry]:
     """All entries of one switch. `ecn_threshold` (packets) applies to every port unless

@@ -263,6 +263,7 @@ def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
                     depth=float(r["depth"]),
                     marks=float(r["marks"]) if r.get("marks") not in (None, "") else 0.0,
                     job_bytes=job_bytes,
+                    drops=float(r["drops"]) if r.get("drops") not in (None, "") else None,
                 )
             )
         except (KeyError, ValueError):

@@ -29,8 +29,9 @@ PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collectiv
                  "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
 # throughput.csv: bytes acknowledged on one worker's sending socket per bin [t, t + bin_s)
 THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
-# queue.csv: one row per sampled egress port and sample; then one bytes_<job> column per job
-QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks")
+# queue.csv: one row per sampled egress port and sample; then one bytes_<job> column per job.
+# `drops` is empty where the data plane cannot see its queue's drops (BMv2)
+QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks", "drops")
 QUEUE_JOB_PREFIX = "bytes_"
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
 CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
@@ -122,6 +123,7 @@ class QueueRow:
     depth: float
     marks: float
     job_bytes: dict[str, float] = field(default_factory=dict)
+    drops: float | None = None  # None: not measured (BMv2)
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any] | Any]) -> None:

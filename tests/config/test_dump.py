@@ -30,13 +30,18 @@ def test_odd_values_round_trip_exactly():
     raw["jobs"][1].pop("bytes_per_iteration")
     raw["jobs"][1]["model_params"] = "6.25M"
     raw["run"].update(timeout="90s", throughput_bin="5ms", seed=-3, gso_max_segs=1)
-    raw["switches"] = [{"name": "s1", "ecn_threshold": 12}, "s2"]
+    raw["switches"] = [{"name": "s1", "ecn_threshold": 12}, {"name": "s2", "ecn_threshold": "off"}]
+    raw["links"][2]["ecn_threshold"] = "30KB"
+    raw["links"][1]["ecn_threshold"] = "12345B"  # dumped with a unit: bytes, never packets
+    raw["run"].update(tcp_ecn=True, queue_telemetry=["s1-s2", "h1->s1"])
     experiment = Experiment.from_dict(raw, "odd")
     again = reload(experiment)
     assert again == experiment
     dumped = experiment_to_raw(experiment)
     assert dumped["links"][0]["bw"] == "8Gbit" and dumped["links"][2]["bw"] == 123456789.123
     assert dumped["jobs"][1]["bytes_per_iteration"] == "25MB"  # model_params resolved to bytes
+    assert [link.get("ecn_threshold") for link in dumped["links"]] == [None, "12.345KB", "30KB", None, None]
+    assert dumped["switches"] == [{"name": "s1", "ecn_threshold": 12}, {"name": "s2", "ecn_threshold": "off"}]
 
 
 def test_the_dump_is_a_file_the_cli_validates(tmp_path):

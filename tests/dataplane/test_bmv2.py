@@ -9,11 +9,7 @@ from pathlib import Path
 import pytest
 
 from mn_harness.dataplane import DataplaneError, select_dataplane
-from mn_harness.dataplane.bmv2 import (
-    DEFAULT_ECN_THRESHOLD,
-    Bmv2Dataplane,
-    resolve_program,
-)
+from mn_harness.dataplane.bmv2 import Bmv2Dataplane, resolve_program
 from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns
@@ -60,7 +56,6 @@ def test_host_hooks_and_defaults():
     assert dp.stop_telemetry() == {}
     dp.stop()
     dp.stop()  # idempotent
-    assert DEFAULT_ECN_THRESHOLD == 20
     assert resolve_program(None).name == "ecn_telemetry.p4"
     with pytest.raises(DataplaneError, match="not found"):
         resolve_program("no_such_program")
@@ -70,13 +65,14 @@ def test_host_hooks_and_defaults():
 
 def write_queue_csv(path: Path) -> None:
     rows = [
-        # t, switch, port, link, depth (mean), depth_max, packets, marks, bytes_job1, bytes_job2
-        (0.00, "s1", 3, "s1->s2", 0.0, 0, 0, 0, 0, 0),
-        (0.00, "s1", 1, "s1->h1", 1.0, 2, 10, 0, 100, 0),
-        (0.01, "s1", 3, "s1->s2", 10.0, 20, 30, 4, 30000, 15000),
-        (0.01, "s1", 1, "s1->h1", 0.0, 0, 0, 0, 0, 0),
-        (0.02, "s1", 3, "s1->s2", 30.0, 44, 10, 6, 0, 15000),
-        (0.02, "s1", 1, "s1->h1", 0.0, 0, 0, 0, 0, 0),
+        # t, switch, port, link, depth (mean), depth_max, packets, marks, drops (BMv2: not
+        # measured), bytes_job1, bytes_job2
+        (0.00, "s1", 3, "s1->s2", 0.0, 0, 0, 0, "", 0, 0),
+        (0.00, "s1", 1, "s1->h1", 1.0, 2, 10, 0, "", 100, 0),
+        (0.01, "s1", 3, "s1->s2", 10.0, 20, 30, 4, "", 30000, 15000),
+        (0.01, "s1", 1, "s1->h1", 0.0, 0, 0, 0, "", 0, 0),
+        (0.02, "s1", 3, "s1->s2", 30.0, 44, 10, 6, "", 0, 15000),
+        (0.02, "s1", 1, "s1->h1", 0.0, 0, 0, 0, "", 0, 0),
     ]
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -90,7 +86,7 @@ def test_queue_csv_summary_and_report_loader(tmp_path):
     s = summarise_queue_csv(path, job_marks={"job1": 7, "job2": 3})
     b = s["queue"]["s1:3"]
     assert b["link"] == "s1->s2" and b["max_depth"] == 44 and b["marks"] == 10
-    assert b["packets"] == 40
+    assert b["packets"] == 40 and b["drops"] is None
     assert b["mean_depth"] == pytest.approx((10 * 30 + 30 * 10) / 40)  # packet-weighted
     assert s["queue"]["s1:1"]["mean_depth"] == 1.0
     assert s["telemetry"] == {"samples": 3, "samples_per_s": 100.0}
@@ -99,7 +95,7 @@ def test_queue_csv_summary_and_report_loader(tmp_path):
     rows, bad = load_queue(path)
     assert bad == 0 and len(rows) == 6
     r = rows[2]
-    assert (r.t, r.switch, r.port, r.depth, r.marks) == (0.01, "s1", "3", 10.0, 4.0)
+    assert (r.t, r.switch, r.port, r.depth, r.marks, r.drops) == (0.01, "s1", "3", 10.0, 4.0, None)
     assert r.job_bytes == {"job1": 30000.0, "job2": 15000.0}
 
 
@@ -113,5 +109,5 @@ def test_queue_summary_accumulates_marks_per_job():
     out = acc.result()
     assert out["ecn_marks"] == {"a": 2, "b": 2}
     assert out["queue"]["s1:2"] == {"link": "s1->s2", "max_depth": 9, "mean_depth": 5.0,
-                                    "packets": 4, "marks": 3}
+                                    "packets": 4, "marks": 3, "drops": None}
     assert out["telemetry"]["samples_per_s"] == 2.0

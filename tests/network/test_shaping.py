@@ -53,3 +53,38 @@ qdisc bfifo 10: parent 1:1 limit 151400b
 """
     assert parse_queue_stats(out) == {"sent_bytes": 123456, "sent_packets": 100, "drops": 7}
     assert parse_queue_stats("") == {"sent_bytes": 0, "sent_packets": 0, "drops": 0}
+
+
+def test_clsact_and_the_egress_bpf_filter_and_their_removal():
+    from mn_harness.network.shaping import bpf_detach_commands, bpf_egress_argv, clsact_commands
+
+    assert clsact_commands("s1-eth3") == [["tc", "qdisc", "replace", "dev", "s1-eth3", "clsact"]]
+    argv = bpf_egress_argv("s1-eth3", "/cache/egress_queue-x.o")
+    assert argv[:6] == ["tc", "filter", "replace", "dev", "s1-eth3", "egress"]
+    assert argv[-5:] == ["direct-action", "obj", "/cache/egress_queue-x.o", "sec", "tc"]
+    assert bpf_detach_commands("s1-eth3") == [["tc", "filter", "del", "dev", "s1-eth3", "egress"],
+                                              ["tc", "qdisc", "del", "dev", "s1-eth3", "clsact"]]
+
+
+def test_red_leaf_is_a_step_at_the_threshold_that_never_drops_not_ect_early():
+    from mn_harness.network.shaping import red_leaf_argv
+
+    leaf = egress_commands("s1-eth3", 1e9, 100, red_mark_bytes=20 * FRAME_BYTES)[-1]
+    assert leaf[:10] == ["tc", "qdisc", "add", "dev", "s1-eth3", "parent", "1:1", "handle", "10:", "red"]
+    opts = dict(zip(leaf[10:-2:2], leaf[11:-2:2], strict=True))
+    assert opts == {"limit": str(100 * FRAME_BYTES), "min": str(20 * FRAME_BYTES),
+                    "max": str(21 * FRAME_BYTES), "avpkt": str(FRAME_BYTES), "burst": "20",
+                    "probability": "1.0", "bandwidth": "1000000000bit"}
+    assert leaf[-2:] == ["ecn", "nodrop"]
+    # a threshold at or above the limit still leaves max below the limit
+    high = red_leaf_argv([], 1e9, 10, 50 * FRAME_BYTES)
+    assert int(high[high.index("max") + 1]) <= 10 * FRAME_BYTES
+
+
+def test_queue_stats_read_a_red_leaf_too():
+    out = """qdisc htb 1: root refcnt 2 r2q 10 default 0x1
+ Sent 999 bytes 9 pkt (dropped 0, overlimits 5 requeues 0)
+qdisc red 10: parent 1:1 limit 151400b min 30280b max 31794b ecn nodrop
+ Sent 4000 bytes 3 pkt (dropped 1, overlimits 0 requeues 0)
+"""
+    assert parse_queue_stats(out) == {"sent_bytes": 4000, "sent_packets": 3, "drops": 1}

@@ -139,8 +139,9 @@ def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
     # key) would make both runs compile at once and start their switches tens of seconds apart,
     # on a loaded 2-core machine after the first run has already finished: compile it first.
     compile_p4(resolve_program(None))
+    iterations = 6
     spec = tmp_path / "demo.yaml"
-    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=6)))
+    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=iterations)))
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
     procs = []
     for i, log in enumerate(logs, 1):
@@ -169,6 +170,6 @@ def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
         summary = json.loads((results / "summary.json").read_text())
         assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
         with open(results / "iterations.csv") as fh:
-            assert len(list(csv.DictReader(fh))) == 2 * 2 * 4  # jobs x ranks x iterations
+            assert len(list(csv.DictReader(fh))) == 2 * 2 * iterations  # jobs x ranks x iterations
         assert summary["queue"]["s1:3"]["packets"] > 0
         no_leftovers(results)
