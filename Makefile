@@ -3,11 +3,12 @@
 VENV := .venv
 EXPERIMENT ?= topologies/dumbbell-2jobs.yaml
 PYTEST_ARGS ?= -ra
+EXTRAS ?=
 
 .PHONY: setup demo test lint clean-runs uninstall
 
 setup:
-	@scripts/setup.sh
+	@EXTRAS="$(EXTRAS)" scripts/setup.sh
 
 demo: setup
 	$(VENV)/bin/mn-harness run $(EXPERIMENT)

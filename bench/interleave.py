@@ -8,7 +8,11 @@ convergence iteration (first iteration after which the jobs' communication phase
 <= 10%; the later of the two jobs; -1 = never). `--sweep` adds a slope x intercept grid for
 mltcp-reno that justifies the defaults. Ends with one `key=value` line, also written as JSON.
 
-Usage: sudo .venv/bin/python bench/interleave.py [--iterations 40] [--sweep] [--json out.json]"""
+`--repeat N` runs each CC N times (mean ± 95% CI); `--collective torch_allreduce` uses real
+torch.distributed (gloo) jobs instead of the synthetic worker.
+
+Usage: sudo .venv/bin/python bench/interleave.py [--iterations 40] [--repeat 3]
+           [--collective torch_allreduce] [--sweep] [--json out.json]"""
 
 from __future__ import annotations
 
@@ -25,21 +29,35 @@ import yaml  # noqa: E402
 
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.report.markdown import report_run  # noqa: E402
+from mn_harness.results.stats import mean_ci95  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
 
 PAIRS = (("reno", "mltcp-reno"), ("cubic", "mltcp-cubic"))
 
 
+COLLECTIVE = {"collective": "ring_allreduce"}  # --collective: e.g. torch_allreduce (real gloo traffic)
+
+
 def scenario(cc, iterations: int, offset: str) -> Experiment:
     raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
     for job in raw["jobs"]:
-        job.update(iterations=iterations, cc=cc)
+        job.update(iterations=iterations, cc=cc, collective=COLLECTIVE["collective"])
     raw["jobs"][1]["start_offset"] = offset
     raw["run"]["dataplane"] = "linux"
     return Experiment.from_dict(raw)
 
 
-def measure(cc, iterations: int, offset: str, out: Path) -> dict:
+def measure(cc, iterations: int, offset: str, out: Path, repeat: int = 1) -> dict:
+    """One run, or with repeat > 1 the mean of `repeat` runs with 95% CI half-widths (`*_ci`)."""
+    if repeat > 1:
+        runs = [measure(cc, iterations, offset, out) for _ in range(repeat)]
+        merged: dict = {"runs": runs, "results": [r["results"] for r in runs]}
+        for key in ("mean_s", "p99_s", "slowdown", "overlap"):
+            merged[key], _, merged[f"{key}_ci"] = mean_ci95([r[key] for r in runs])
+        merged["converge_iters"] = [r["converge_iter"] for r in runs]
+        converged = [c for c in merged["converge_iters"] if c >= 0]
+        merged["converge_iter"] = max(converged) if len(converged) == repeat else -1
+        return merged
     results = run_experiment(scenario(cc, iterations, offset), out_root=out, log=lambda *_: None)
     _, metrics = report_run(results, plots=False)
     jobs = list(metrics.jobs.values())
@@ -55,6 +73,11 @@ def measure(cc, iterations: int, offset: str, out: Path) -> dict:
 
 
 def describe(name: str, m: dict) -> str:
+    if "converge_iters" in m:  # repeated: mean ± 95% CI, convergence per run
+        conv = ",".join("never" if c < 0 else str(c) for c in m["converge_iters"])
+        return (f"  {name:<28} mean {m['mean_s'] * 1e3:7.1f} ± {m['mean_s_ci'] * 1e3:5.1f} ms  "
+                f"p99 {m['p99_s'] * 1e3:7.1f} ± {m['p99_s_ci'] * 1e3:5.1f} ms  "
+                f"slowdown {m['slowdown']:.2f}x  overlap {m['overlap'] * 100:5.1f}%  converged at {conv}")
     conv = "never" if m["converge_iter"] < 0 else str(m["converge_iter"])
     return (f"  {name:<28} mean {m['mean_s'] * 1e3:7.1f} ms  p99 {m['p99_s'] * 1e3:7.1f} ms  "
             f"slowdown {m['slowdown']:.2f}x  overlap {m['overlap'] * 100:5.1f}%  converged at {conv}")
@@ -70,9 +93,13 @@ def main() -> int:
     parser.add_argument("--intercepts", default="0.25,0.5,1")
     parser.add_argument("--gaps", default="",
                         help="also run the best slope/intercept with these idle_gaps, e.g. 10ms,50ms,100ms")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per CC (mean ± 95%% CI when > 1)")
+    parser.add_argument("--collective", default="ring_allreduce",
+                        help="ring_allreduce (synthetic) or torch_allreduce (real torch/gloo traffic)")
     parser.add_argument("--json", default="bench-interleave.json")
     parser.add_argument("--keep", help="keep the runs' results folders under this directory")
     args = parser.parse_args()
+    COLLECTIVE["collective"] = args.collective
     keys: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.keep or tmp)
@@ -80,9 +107,9 @@ def main() -> int:
             if base not in args.pairs.split(","):
                 continue
             print(f"{base} vs {ml}: {args.iterations} iterations, job2 offset {args.offset}", flush=True)
-            b = measure(base, args.iterations, args.offset, out)
+            b = measure(base, args.iterations, args.offset, out, args.repeat)
             print(describe(base, b), flush=True)
-            m = measure(ml, args.iterations, args.offset, out)
+            m = measure(ml, args.iterations, args.offset, out, args.repeat)
             print(describe(ml, m), flush=True)
             tag = base
             keys.update({

@@ -40,6 +40,7 @@ from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
+from mn_harness.jobs.default_cc import HostDefaultCC
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
 from mn_harness.network.emulated import EmulatedNetwork
@@ -50,7 +51,12 @@ from mn_harness.results.collect import write_cc_telemetry
 from mn_harness.results.folder import ResultsWriteError
 from mn_harness.results.summary import write_run_results
 from mn_harness.runlog import RunLog
-from mn_harness.state import RunState, TeardownIncomplete, UnregisterCongestionControl
+from mn_harness.state import (
+    RestoreAllowedCongestionControl,
+    RunState,
+    TeardownIncomplete,
+    UnregisterCongestionControl,
+)
 from mn_harness.units import parse_bandwidth
 
 CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
@@ -144,6 +150,7 @@ class Session:
         self.launcher.start()
         self.t0 = self.launcher.release()
         self._record_processes()  # every worker is READY: each one's identity is readable now
+        self.extra["socket_cc"] = self.launcher.socket_cc()
         self.dataplane.start_telemetry(self.results_dir, self.t0)
         self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n} workers, "
                                       f"{j.iterations} iterations)" for j in self.experiment.jobs))
@@ -244,15 +251,20 @@ class Session:
         self.extra: dict[str, Any] = {"dataplane": self.dataplane.name,
                                       "slow_start_after_idle": exp.run.slow_start_after_idle}
         self._started = time.monotonic()
+        # the CC of sockets a worker does not own (torch/gloo): its hosts' namespace default
+        self.host_cc = HostDefaultCC(exp, on_state=self._record_allowed_ccs, log=self.log)
         # Teardown runs in reverse order of registration, each step even if a later-registered
-        # one failed: stop jobs, stop captures, stop the network, save CC telemetry, unregister
-        # CCs, write results (an exit callback: it sees what went wrong before it). The signal
-        # handlers stay until the very end.
+        # one failed: stop jobs, stop captures, reset namespace CC defaults, stop the network,
+        # save CC telemetry, restore the allowed CC list, unregister CCs, write results (an exit
+        # callback: it sees what went wrong before it). The signal handlers stay until the very
+        # end.
         stack.enter_context(terminate_as_interrupt())
         stack.push(self._write_results)
         stack.callback(self._unregister_ccs)
+        stack.callback(self._restore_allowed_ccs)
         stack.callback(lambda: self.extra.update(cc_telemetry_rows=self._save_cc_telemetry()))
         stack.callback(self._stop_network)
+        stack.callback(self.host_cc.reset, self.network)
         stack.callback(self._read_switch_logs)
         stack.callback(self._stop_captures)
         stack.callback(self._stop_jobs_and_sample)
@@ -260,10 +272,12 @@ class Session:
         self.state.record("cc", (UnregisterCongestionControl(name, map_id, bpftool)
                                  for name, map_id, bpftool in self.ccm.registered()))
         self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
+        self.host_cc.allow(self.cc_names)
         self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
                  f"{len(exp.links)} links ({self.dataplane.name} data plane)")
         self.network.build()
         self._record_processes()
+        self.host_cc.apply(self.network)
         if self.pcap_links:
             self.capture.start(self.network.nodes, plan)
             self._record_processes()
@@ -343,6 +357,15 @@ class Session:
     def _unregister_ccs(self) -> None:
         self.ccm.close()
         self.state.done("cc")
+
+    def _record_allowed_ccs(self, allowed: dict) -> None:
+        """What the run added to tcp_allowed_congestion_control, for its teardown or `clean`."""
+        added = tuple(allowed.get("added") or ())
+        self.state.record("allowed_cc", [RestoreAllowedCongestionControl(added)] if added else [])
+
+    def _restore_allowed_ccs(self) -> None:
+        self.host_cc.close()
+        self.state.done("allowed_cc")
 
     def _read_switch_logs(self) -> None:
         try:

@@ -54,7 +54,10 @@ command -v bpftool >/dev/null || { apt-get update -qq && apt-get install -y -qq 
 
 # Mininet is installed into the distribution's python3, so the venv must see system packages
 # and be made by that same interpreter.
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+# EXTRAS: optional extras besides test and analysis, comma separated (EXTRAS=torch:
+# `make test EXTRAS=torch`).
+extras="test,analysis${EXTRAS:+,$EXTRAS}"
+stamp=".venv/.installed-$( (cat pyproject.toml; echo "$extras") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import mininet.net' 2>/dev/null; then
     rm -rf .venv
@@ -63,8 +66,9 @@ if [ ! -f "$stamp" ]; then
   # setuptools >= 77 reads the SPDX license string; tests build the wheel without isolation, so
   # the venv needs it itself (Ubuntu 22.04's python3-setuptools is 59)
   .venv/bin/pip install -q --upgrade pip 'setuptools>=77' >/dev/null
-  # test: the test tools; analysis: pandas for mn_harness.results.load() (its tests run here)
-  .venv/bin/pip install -q -e '.[test,analysis]'
+  # test: the test tools; analysis: pandas for mn_harness.results.load() (its tests run here);
+  # EXTRAS adds more (torch: the real-framework tests)
+  .venv/bin/pip install -q -e ".[$extras]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -1,5 +1,6 @@
 """Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
-`bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN.
+`bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN; tests marked
+`torch` need PyTorch (the .[torch] extra).
 
 A test that cannot run here is skipped with the reason, never silently passed. Where the BMv2
 tests must run (CI with the toolchain bundle: `.ci/run` sets MN_HARNESS_REQUIRE_BMV2=1), a
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from mn_harness.p4.toolchain import find_toolchain
+from mn_harness.worker.torch_collectives import INSTALL_HINT, torch_importable
 
 REQUIRE_BMV2_ENV = "MN_HARNESS_REQUIRE_BMV2"
 
@@ -39,11 +41,14 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     toolchain = find_toolchain()
+    has_torch = torch_importable()
     for item in items:
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root: run with sudo"))
         if "bmv2" in item.keywords and not toolchain.complete:
             item.add_marker(pytest.mark.skip(reason=toolchain.missing_reason()))
+        if "torch" in item.keywords and not has_torch:
+            item.add_marker(pytest.mark.skip(reason=f"needs {INSTALL_HINT}"))
 
 
 @pytest.hookimpl(hookwrapper=True)

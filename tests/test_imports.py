@@ -1,5 +1,5 @@
-"""Import hygiene: config, results and report load without Mininet or grpc (a config-only or
-analysis-only user needs neither), matplotlib only when plotting, and no module-level import
+"""Import hygiene: config, results and report load without Mininet, grpc or torch (a config-only
+or analysis-only user needs none), matplotlib only when plotting, and no module-level import
 circle anywhere in the package."""
 
 import ast
@@ -21,7 +21,7 @@ def test_config_results_report_load_neither_mininet_nor_grpc():
                        "mn_harness.results.loaders, mn_harness.results.summary, mn_harness.report.metrics, "
                        "mn_harness.report.markdown, mn_harness.report.compare, mn_harness.errors, "
                        "mn_harness.units, mn_harness.p4.limits, mn_harness.dataplane, mn_harness.jobs.specs")
-    assert not {"mininet", "grpc", "matplotlib", "p4"} & top, top
+    assert not {"mininet", "grpc", "matplotlib", "p4", "torch"} & top, top
 
 
 def test_import_mn_harness_and_its_api_names_load_no_heavy_module():
@@ -38,7 +38,7 @@ def test_import_mn_harness_alone_loads_nothing_but_the_version():
 
 def test_the_cli_parser_loads_no_heavy_module():
     top = loaded_after("from mn_harness.cli import build_parser; build_parser()")
-    assert not {"mininet", "grpc", "matplotlib", "p4"} & top, top
+    assert not {"mininet", "grpc", "matplotlib", "p4", "torch"} & top, top
 
 
 def module_name(path: Path) -> str:

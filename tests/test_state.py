@@ -20,6 +20,7 @@ from mn_harness.state import (
     EgressProgramGone,
     KillProcess,
     RemoveDirectory,
+    RestoreAllowedCongestionControl,
     RunState,
     UnregisterCongestionControl,
     load_state_file,
@@ -143,7 +144,8 @@ def test_state_file_stays_until_every_section_is_done(tmp_path):
 
 def test_every_kind_round_trips(tmp_path):
     examples = [KillProcess(1, 2, ("a", "b"), "x", True, True), RemoveDirectory("/tmp/mn-harness-y"),
-                UnregisterCongestionControl("mlreno_1", 3, ""), EgressProgramGone(7, "s1-eth1")]
+                UnregisterCongestionControl("mlreno_1", 3, ""), EgressProgramGone(7, "s1-eth1"),
+                RestoreAllowedCongestionControl(("cubic", "mlreno_1"))]
     assert {type(e) for e in examples} == set(KINDS.values())
     state = RunState("44-x", tmp_path, directory=tmp_path)
     state.record("all", examples)

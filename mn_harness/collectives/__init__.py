@@ -12,6 +12,8 @@ their YAML name (`collective:` of a job or a phase):
   all_to_all        pairwise.py  n-1 steps, one block per peer (expert parallelism)
   parameter_server  pairwise.py  push shards to server hosts, pull them back
   pipeline          pipeline.py  point-to-point activations / gradients, micro-batches, 1F1B
+  torch_*           gloo.py      what PyTorch's gloo backend sends (real traffic: torch runs
+                                 these, mn_harness/worker/torch_worker.py; short form only)
 
 inc_allreduce (in-network aggregation, mn_harness/worker/inc.py) is not a TCP schedule: each
 worker sends S once to the switch (inc.bytes_sent_per_iteration).
@@ -19,14 +21,15 @@ Bandwidth conventions (algbw, busbw): bandwidth.py."""
 
 from __future__ import annotations
 
-from mn_harness.collectives import pairwise, pipeline, ring, tree
+from mn_harness.collectives import gloo, pairwise, pipeline, ring, tree
 from mn_harness.collectives.bandwidth import algbw, bound_fraction, busbw, busbw_factor
 from mn_harness.collectives.schedule import Schedule, Transfer
 
 SCHEDULED = ("ring_allreduce", "tree_allreduce", "reduce_scatter", "all_gather", "broadcast",
              "all_to_all", "parameter_server", "pipeline")
 INC = "inc_allreduce"
-NAMES = SCHEDULED + (INC,)
+TORCH = gloo.NAMES
+NAMES = SCHEDULED + (INC,) + TORCH
 # Collectives that may be split into DDP-style buckets issued during backward (overlap).
 BUCKETABLE = ("ring_allreduce", "tree_allreduce")
 
@@ -52,8 +55,10 @@ def schedule(collective: str, total_bytes: int, n: int, *, servers: int = 0,
         return pairwise.parameter_server(total_bytes, n, servers)
     if collective == "pipeline":
         return pipeline.pipeline(total_bytes, n, micro_batches, grad_bytes)
+    if collective in TORCH:
+        return gloo.schedule(collective, total_bytes, n)
     raise ValueError(f"unknown collective {collective!r} (known: {', '.join(NAMES)})")
 
 
-__all__ = ["BUCKETABLE", "INC", "NAMES", "SCHEDULED", "Schedule", "Transfer", "algbw",
+__all__ = ["BUCKETABLE", "INC", "NAMES", "SCHEDULED", "Schedule", "TORCH", "Transfer", "algbw",
            "bound_fraction", "busbw", "busbw_factor", "schedule"]

@@ -10,6 +10,7 @@ is comparable to a link's peak rate whatever n is:
   broadcast                   1
   parameter server            1   (ours: S = gradient bytes; a worker's link carries S each way)
   pipeline                    1   (ours: S = m * activation bytes of one stage boundary)
+  torch_*                     those of the collective it is (gloo.py)
 
 `bound_fraction` is the busbw an ideal run reaches as a fraction of the link rate when every
 rank's host has one link of that rate: busbw factor * S over the busiest rank's bytes. It is 1
@@ -18,16 +19,17 @@ tree's inner ranks, a parameter server with fewer servers than workers)."""
 
 from __future__ import annotations
 
-ALLREDUCE = ("ring_allreduce", "tree_allreduce")
+ALLREDUCE = ("ring_allreduce", "tree_allreduce", "torch_allreduce")
 
 
 def busbw_factor(collective: str, n: int) -> float:
     """n = participating ranks (for the parameter server: its workers)."""
     if collective in ALLREDUCE:
         return 2 * (n - 1) / n
-    if collective in ("reduce_scatter", "all_gather", "all_to_all"):
+    if collective in ("reduce_scatter", "all_gather", "all_to_all", "torch_reduce_scatter", "torch_all_gather",
+                      "torch_all_to_all"):
         return (n - 1) / n
-    if collective in ("broadcast", "parameter_server", "pipeline"):
+    if collective in ("broadcast", "parameter_server", "pipeline", "torch_broadcast"):
         return 1.0
     raise ValueError(f"no bus bandwidth convention for {collective!r}")
 

@@ -32,6 +32,7 @@ from mn_harness.errors import ConfigError, shown
 from mn_harness.p4 import find_program, shipped_programs
 from mn_harness.p4.limits import FRAME_BYTES, INC_MAX_SLOTS
 from mn_harness.units import parse_bandwidth, parse_duration
+from mn_harness.worker.torch_collectives import INSTALL_HINT, is_torch_collective, torch_importable
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
@@ -271,6 +272,8 @@ class JobConfig:
         if compute_s > MAX_COMPUTE_S:
             raise ConfigError(f"{path}.compute" if "compute" in raw else size_path,
                               f"{compute_s:g}s of compute per iteration; at most {MAX_COMPUTE_S:g}s")
+        if is_torch_collective(collective) and not torch_importable():  # real traffic (fidelity.md)
+            raise ConfigError(f"{path}.collective", f"{collective} needs {INSTALL_HINT}")
         inc = None
         if collective == "inc_allreduce":
             inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")

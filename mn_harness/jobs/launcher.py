@@ -8,6 +8,7 @@ run with its stderr tail in the error."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -26,6 +27,8 @@ from mn_harness.jobs.specs import worker_specs, worker_stem
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
+from mn_harness.worker.torch_collectives import is_torch_collective
+from mn_harness.worker.torch_worker import sockets_file
 
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
 START_MARGIN_S = 0.3
@@ -106,8 +109,12 @@ class JobLauncher:
             self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))
             self._on_change()
 
-    def release(self, timeout_s: float = 30.0) -> float:
-        """Wait until every worker is READY, then send all of them the same start time."""
+    def release(self, timeout_s: float | None = None) -> float:
+        """Wait until every worker is READY, then send all of them the same start time.
+        Default timeout: 30 s, plus 10 s per torch worker (importing torch and the rendezvous
+        take seconds each on a loaded 2-core machine)."""
+        if timeout_s is None:
+            timeout_s = 30.0 + 10.0 * sum(is_torch_collective(w.spec.collective) for w in self.workers)
         pending = {w.stdout.fileno(): w for w in self.workers}
         deadline = time.monotonic() + timeout_s
         while pending:
@@ -130,6 +137,20 @@ class JobLauncher:
             w.stdin.write(f"GO {self.t0!r}\n".encode())
             w.stdin.flush()
         return self.t0
+
+    def socket_cc(self) -> dict[str, list[str]]:
+        """Per torch job, the congestion controls the kernel reported on its workers'
+        connections (each worker checked them against the job's before READY)."""
+        seen: dict[str, set[str]] = {}
+        for w in self.workers:
+            if not is_torch_collective(w.spec.collective):
+                continue
+            try:
+                sockets = json.loads(sockets_file(w.spec).read_text())
+            except (OSError, ValueError):
+                sockets = []
+            seen.setdefault(w.job, set()).update(str(s.get("cc")) for s in sockets)
+        return {job: sorted(names) for job, names in seen.items()}
 
     def progress(self) -> dict[str, int]:
         """Iterations completed by every rank of each job."""

@@ -47,7 +47,7 @@ def phase_stats(rows: Iterable[PhaseRow], job: str, servers: int = 0,
             n = len(ranks) - (servers if first.collective == "parameter_server" else 0)
             entry["bytes"] = first.bytes
             entry["algbw_Bps"] = collectives.algbw(first.bytes, entry["mean_s"])
-            if first.collective in collectives.SCHEDULED:
+            if first.collective in collectives.SCHEDULED + collectives.TORCH:
                 entry["busbw_Bps"] = collectives.busbw(first.collective, first.bytes, max(n, 2), entry["mean_s"])
         out.append(entry)
     return out

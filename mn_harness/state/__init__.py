@@ -67,6 +67,7 @@ from mn_harness.state.records import (
     EgressProgramGone,
     KillProcess,
     RemoveDirectory,
+    RestoreAllowedCongestionControl,
     StateFileError,
     Undo,
     UnregisterCongestionControl,
@@ -77,7 +78,7 @@ from mn_harness.state.records import (
 )
 
 __all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "EgressProgramGone",
-           "KillProcess",
+           "KillProcess", "RestoreAllowedCongestionControl",
            "RemoveDirectory", "RunState", "StateFile", "StateFileError", "StateWriteError", "TeardownIncomplete",
            "Undo", "UnregisterCongestionControl", "abort_tcp_sockets", "check_state_dir", "clean", "load_state_file",
            "proc_cmdline", "proc_start_time", "read_state_files", "state_dir", "undo_kind"]

@@ -217,6 +217,32 @@ class EgressProgramGone(Undo):
 
 @undo_kind
 @dataclass(frozen=True)
+class RestoreAllowedCongestionControl(Undo):
+    """Names the run added to net.ipv4.tcp_allowed_congestion_control (so its hosts' namespaces
+    could default to the job's CC): taken out again before the CCs are unregistered, since the
+    list may only name registered CCs."""
+
+    kind: ClassVar[str] = "allowed_cc"
+    order: ClassVar[int] = 38
+    added: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"{' '.join(self.added)} in tcp_allowed_congestion_control"
+
+    def undo(self, log: Log) -> bool:
+        from mn_harness.cc.namespace import remove_allowed
+
+        try:
+            remove_allowed(self.added)
+        except (OSError, RunError) as exc:
+            log(f"could not restore tcp_allowed_congestion_control: {one_line(exc)}")
+            return False
+        log(f"removed {' '.join(self.added)} from tcp_allowed_congestion_control")
+        return True
+
+
+@undo_kind
+@dataclass(frozen=True)
 class UnregisterCongestionControl(Undo):
     """A BPF struct_ops congestion control the run registered (it outlives the process)."""
 

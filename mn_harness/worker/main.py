@@ -8,7 +8,8 @@ Protocol with the harness (stdin/stdout, one line each):
   worker -> `DONE` at the end.
 Each iteration runs the job's program (worker/program.py: compute phases by sleeping,
 collectives over one persistent full-duplex TCP connection per pair of ranks that talk, each
-socket using the job's congestion control; worker/transport.py). One JSON line per iteration,
+socket using the job's congestion control; worker/transport.py); torch_* collectives are run
+by torch.distributed instead (worker/torch_worker.py). One JSON line per iteration,
 with its phases, is appended and flushed, so a killed run keeps what it measured.
 
 Usage: python -m mn_harness.worker SPEC.json"""
@@ -25,6 +26,7 @@ from mn_harness.worker import tcpinfo
 from mn_harness.worker.collective import CommStream
 from mn_harness.worker.program import IterationRunner, my_peers
 from mn_harness.worker.spec import WorkerSpec
+from mn_harness.worker.torch_collectives import is_torch_collective
 from mn_harness.worker.transport import Transport, TransportError, Tunables
 
 
@@ -86,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         from mn_harness.worker import inc
 
         return inc.run(spec, wait_for_go)
+    if is_torch_collective(spec.collective):  # real traffic: torch.distributed (gloo) makes it
+        from mn_harness.worker import torch_worker
+
+        return torch_worker.run(spec, wait_for_go)
     try:
         return run(spec)
     except (TransportError, ValueError) as exc:

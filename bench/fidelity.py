@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Does the synthetic traffic behave like real training traffic? The same scenarios run with
+torch.distributed (gloo) jobs ("real") and with the project's synthetic worker ("synthetic"),
+per congestion control, with repetitions; printed as synthetic/real ratios with 95% CIs.
+
+Per run (warm-up iterations excluded): the mean over jobs of each job's mean and p99 iteration
+time and of its mean overlap (results.md's definitions). Per scenario and CC: the ratio
+synthetic/real of the means over repetitions, with a 95% CI from the two samples' standard
+errors (delta method: relative SE of a ratio = sqrt(se_s^2/m_s^2 + se_r^2/m_r^2), Student t with
+n_s + n_r - 2 degrees of freedom). Overlap ratios are shown only where the real overlap is at
+least 2% (below that a ratio means nothing; both values are printed). Target: every mean and
+p99 ratio within 1.00 +/- 0.10 and the CI of the mean ratio containing 1.0.
+
+Resumable: each finished run leaves <out>/runs/<scenario>__<cc>__<mode>__r<k>.json (its
+results folder under <out>/results/); a second invocation skips those and prints the table
+from everything finished. The bench takes the measurement lock itself
+(/tmp/mn-harness-measure.lock) for chunks of runs of about --chunk-min minutes, giving it up in
+between so others get the machine; --budget-min stops starting runs after that many minutes.
+Do not wrap it in flock (use --no-lock if you must).
+
+--transport '{"segment_bytes": 1048576}' runs the synthetic worker with those
+mn_harness/worker/transport.py Tunables overrides (use a fresh --out for each setting: the runs
+record it, and a folder with runs of another setting is refused).
+
+Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--chunk-min 25] [--budget-min 200]
+           [--scenarios demo,three_jobs,heavy] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]
+           [--modes real,synthetic] [--transport JSON]"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import fcntl
+import json
+import math
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from mn_harness.config import Experiment  # noqa: E402
+from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
+from mn_harness.report.metrics import iteration_overlaps, rivals  # noqa: E402
+from mn_harness.results.iterations import job_iterations  # noqa: E402
+from mn_harness.results.loaders import load_iterations  # noqa: E402
+from mn_harness.results.schema import ITERATIONS_CSV  # noqa: E402
+from mn_harness.results.stats import mean, mean_ci95, percentile, t_critical_95  # noqa: E402
+from mn_harness.runner import run_experiment  # noqa: E402
+
+LOCK = "/tmp/mn-harness-measure.lock"
+CCS = ("reno", "cubic", "bbr", "mltcp-reno", "mltcp-cubic")
+MODES = {"real": "torch_allreduce", "synthetic": "ring_allreduce"}
+TOLERANCE = 0.10
+
+
+def demo() -> dict:
+    """The shipped demo: two 2-worker jobs, 25 MB / 300 ms, 1 Gbit/s, job2 20 ms later."""
+    return yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
+
+
+def heavy() -> dict:
+    """The demo's network, communication-heavy jobs: 50 MB / 150 ms (phases cannot separate)."""
+    raw = demo()
+    for job in raw["jobs"]:
+        job.update(bytes_per_iteration="50MB", compute="150ms")
+    return raw
+
+
+def three_jobs() -> dict:
+    """Three 3-worker jobs across the dumbbell (each ring crosses the bottleneck both ways),
+    12 MB / 250 ms, started 0, 20 and 40 ms apart."""
+    raw = demo()
+    left, right = ["h1", "h2", "h3", "h4", "h5"], ["h6", "h7", "h8", "h9"]
+    raw["hosts"] = left + right
+    raw["links"] = ([{"endpoints": [h, "s1"]} for h in left] + [{"endpoints": ["s1", "s2"]}]
+                    + [{"endpoints": ["s2", h]} for h in right])
+    workers = (["h1", "h6", "h2"], ["h3", "h7", "h4"], ["h5", "h8", "h9"])
+    raw["jobs"] = [{"name": f"job{k + 1}", "workers": list(w), "bytes_per_iteration": "12MB",
+                    "compute": "250ms", "iterations": 30, "start_offset": f"{20 * k}ms", "cc": "cubic"}
+                   for k, w in enumerate(workers)]
+    return raw
+
+
+SCENARIOS = {"demo": demo, "three_jobs": three_jobs, "heavy": heavy}
+
+
+def experiment(scenario: str, cc: str, mode: str, iterations: int) -> Experiment:
+    raw = copy.deepcopy(SCENARIOS[scenario]())
+    raw["experiment"] = f"fidelity-{scenario}-{mode}"
+    for job in raw["jobs"]:
+        job.update(cc=cc, iterations=iterations, collective=MODES[mode])
+    raw.setdefault("run", {})["dataplane"] = "linux"
+    return Experiment.from_dict(raw)
+
+
+def run_metrics(results: Path, warmup: int) -> dict:
+    """Mean over jobs of (mean iteration time, p99, mean overlap), iterations >= warmup."""
+    summary = json.loads((results / "summary.json").read_text())
+    n_ranks = {name: len(j["workers"]) for name, j in summary["jobs"].items()}
+    rows, _malformed = load_iterations(results / ITERATIONS_CSV)
+    iters = job_iterations(rows, n_ranks)
+    means, p99s, overlaps = [], [], []
+    for job in summary["jobs"]:
+        times = [i.iter_time for i in iters.get(job, []) if i.complete and i.iteration >= warmup]
+        if not times:
+            raise RuntimeError(f"{results}: {job} has no complete iteration after the warm-up")
+        means.append(mean(times))
+        p99s.append(percentile(times, 99))
+        ovs = [o.overlap for o in iteration_overlaps(job, iters, rivals(summary["link_jobs"], job))
+               if o.iteration >= warmup and o.overlap is not None]
+        overlaps.append(mean(ovs) if ovs else 0.0)
+    return {"mean_s": mean(means), "p99_s": mean(p99s), "overlap": mean(overlaps),
+            "status": summary["status"], "results": str(results)}
+
+
+class MeasurementLock:
+    """The shared measurement lock, held for chunks of runs: taken before a run when not held,
+    given up after a run once held for `chunk_s` (then others get the machine)."""
+
+    def __init__(self, enabled: bool, chunk_s: float):
+        self.enabled, self.chunk_s = enabled, chunk_s
+        self.file = None
+        self.since = 0.0
+
+    def before_run(self) -> None:
+        if self.enabled and self.file is None:
+            self.file = open(LOCK, "a")
+            fcntl.flock(self.file, fcntl.LOCK_EX)
+            self.since = time.monotonic()
+
+    def after_run(self) -> None:
+        if self.file is not None and time.monotonic() - self.since >= self.chunk_s:
+            self.release()
+            time.sleep(2.0)  # let a waiting user take it
+
+    def release(self) -> None:
+        if self.file is not None:
+            fcntl.flock(self.file, fcntl.LOCK_UN)
+            self.file.close()
+            self.file = None
+
+
+def ratio_ci(syn: list[float], real: list[float]) -> tuple[float, float | None]:
+    """(mean(syn) / mean(real), CI half-width of that ratio) — see the module docstring."""
+    ms, _, hs = mean_ci95(syn)
+    mr, _, hr = mean_ci95(real)
+    r = ms / mr
+    if hs is None or hr is None:
+        return r, None
+    se_s = hs / t_critical_95(len(syn) - 1)
+    se_r = hr / t_critical_95(len(real) - 1)
+    rel = math.sqrt((se_s / ms) ** 2 + (se_r / mr) ** 2)
+    return r, t_critical_95(len(syn) + len(real) - 2) * rel * r
+
+
+def fmt(r: float, h: float | None) -> str:
+    return f"{r:.3f} ± {h:.3f}" if h is not None else f"{r:.3f} (1 rep)"
+
+
+def load_done(out: Path) -> dict[tuple[str, str, str], list[dict]]:
+    done: dict[tuple[str, str, str], list[dict]] = {}
+    for path in sorted((out / "runs").glob("*.json")):
+        scenario, cc, mode, _rep = path.stem.split("__")
+        done.setdefault((scenario, cc, mode), []).append(json.loads(path.read_text()))
+    return done
+
+
+def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = False) -> dict[str, object]:
+    done = load_done(out)
+    keys: dict[str, object] = {}
+    within = total = 0
+    if markdown:
+        print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
+              "p99 ratio (95% CI) | overlap real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
+              f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} overlap real/syn, ratio")
+    for scenario in scenarios:
+        for cc in ccs:
+            real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
+            syn = [m for m in done.get((scenario, cc, "synthetic"), []) if m["status"] == "completed"]
+            if not real or not syn:
+                if not markdown:
+                    print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  (not measured yet)")
+                continue
+            rm, hm = ratio_ci([m["mean_s"] for m in syn], [m["mean_s"] for m in real])
+            rp, hp = ratio_ci([m["p99_s"] for m in syn], [m["p99_s"] for m in real])
+            o_real, o_syn = mean([m["overlap"] for m in real]), mean([m["overlap"] for m in syn])
+            if o_real >= 0.02:
+                ro, ho = ratio_ci([m["overlap"] for m in syn], [m["overlap"] for m in real])
+                overlap = f"{o_real:.0%}/{o_syn:.0%}, {fmt(ro, ho)}"
+                keys[f"overlap_ratio_{scenario}_{cc}"] = round(ro, 3)
+            else:
+                overlap = f"{o_real:.0%}/{o_syn:.0%}, -"
+            ok = (abs(rm - 1) <= TOLERANCE and abs(rp - 1) <= TOLERANCE
+                  and (hm is None or abs(rm - 1) <= hm))
+            within += ok
+            total += 1
+            if markdown:
+                print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
+                      f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
+                      f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
+                      f"{o_real:.0%} / {o_syn:.0%} | {'yes' if ok else 'no'} |")
+                keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
+                keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
+                continue
+            print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
+                  f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
+                  f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
+                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {overlap}{'' if ok else '  <- off target'}")
+            keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
+            keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
+    keys["on_target"] = f"{within}/{total}"
+    return keys
+
+
+def main() -> int:
+    # started from a script's background job SIGINT is ignored: restore it, so Ctrl-C tears down
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--out", default="bench-fidelity", help="results folder (resumable)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--ccs", default=",".join(CCS))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5, help="iterations left out of the statistics")
+    parser.add_argument("--budget-min", type=float, default=25.0, help="start no run after this many minutes")
+    parser.add_argument("--chunk-min", type=float, default=25.0,
+                        help="hold the measurement lock for at most about this long at a time")
+    parser.add_argument("--no-lock", action="store_true", help="do not take the measurement lock")
+    parser.add_argument("--report-only", action="store_true", help="print the table of what is finished")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for docs/)")
+    parser.add_argument("--transport", default="{}", help="JSON: synthetic worker Tunables overrides")
+    args = parser.parse_args()
+    scenarios, ccs, modes = args.scenarios.split(","), args.ccs.split(","), args.modes.split(",")
+    for name, known in ((scenarios, SCENARIOS), (ccs, None), (modes, MODES)):
+        unknown = [x for x in name if known is not None and x not in known]
+        if unknown:
+            parser.error(f"unknown: {', '.join(unknown)}")
+    out = Path(args.out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    transport = json.loads(args.transport)
+    setting = out / "transport.json"  # the synthetic runs' Tunables overrides, one per folder
+    if setting.exists() and json.loads(setting.read_text()) != transport:
+        parser.error(f"{out} holds runs with transport {setting.read_text()}: use another --out")
+    if not args.report_only:
+        setting.write_text(json.dumps(transport))
+    os.environ[TRANSPORT_ENV] = json.dumps(transport)
+    todo = [(s, c, m, r) for r in range(args.reps) for s in scenarios for c in ccs for m in modes
+            if not (out / "runs" / f"{s}__{c}__{m}__r{r}.json").exists()]
+    started = time.monotonic()
+    lock = MeasurementLock(not args.no_lock, args.chunk_min * 60)
+    for k, (scenario, cc, mode, rep) in enumerate(todo if not args.report_only else []):
+        if time.monotonic() - started > args.budget_min * 60:
+            print(f"budget of {args.budget_min:g} min used: {len(todo) - k} runs left; run again to resume",
+                  flush=True)
+            break
+        print(f"[{k + 1}/{len(todo)}] {scenario} {cc} {mode} rep {rep}", flush=True)
+        exp = experiment(scenario, cc, mode, args.iterations)
+        lock.before_run()
+        try:
+            results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
+        finally:
+            lock.after_run()
+        metrics = run_metrics(results, args.warmup)
+        print(f"    mean {metrics['mean_s'] * 1e3:.1f} ms  p99 {metrics['p99_s'] * 1e3:.1f} ms  "
+              f"overlap {metrics['overlap']:.1%}", flush=True)
+        (out / "runs" / f"{scenario}__{cc}__{mode}__r{rep}.json").write_text(json.dumps(metrics))
+    lock.release()
+    keys = report(out, scenarios, ccs, args.markdown)
+    print(" ".join(f"{k}={v}" for k, v in keys.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
