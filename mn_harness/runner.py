@@ -103,11 +103,13 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
             launcher.stop()
         extra.update(dataplane.stop_telemetry())
         if network.net is not None:
-            extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, plan))
+            extra["link_stats"] = _best_effort(lambda: dataplane.link_stats(network.net, network.plan))
 
     def write_results() -> None:
         state.remove()
-        write_run_results(experiment, plan, results_dir, cc_names, {"status": outcome["status"], **extra})
+        # network.plan: with ECMP, the one with the data plane's per-flow choices (resolve_paths)
+        write_run_results(experiment, network.plan, results_dir, cc_names,
+                          {"status": outcome["status"], **extra})
         if after_run is not None:
             after_run(results_dir)
 
@@ -129,6 +131,8 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
                     f"{len(experiment.links)} links ({dataplane.name} data plane)")
                 network.build()
                 record_processes()
+                network.plan = dataplane.resolve_paths(network.net, network.plan)
+                extra.update(dataplane.routing_summary(network.plan))
                 extra["setup_s"] = round(time.monotonic() - started, 3)
                 launcher = JobLauncher(experiment, network, results_dir / "raw", cc_names, log=log,
                                        on_change=record_processes)

@@ -15,7 +15,10 @@ topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; table in the R
   idle_gap = 50 ms -> at 10 ms, 15-30% of the demo's iterations were split in two: under
       contention the pause between the two ring steps reached 60 ms, which resets
       bytes_ratio mid-iteration; at 50 ms no iteration was split (compute is 300 ms).
-      It must stay below the compute phase: set it lower for jobs computing < ~60 ms.
+      It must stay below the compute phase, or no iteration boundary is ever seen and F stays 1
+      (a job computing 50 ms behaved exactly like its base CC at 50 ms). Hence the default is
+      derived from the job (`idle_gap_for_compute`): half its compute time, at most the 50 ms
+      measured on the demo, at least MIN_IDLE_GAP_S.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ from dataclasses import dataclass
 
 DEFAULT_SLOPE = 4.0
 DEFAULT_INTERCEPT = 1.0
-DEFAULT_IDLE_GAP_S = 0.050
+DEFAULT_IDLE_GAP_S = 0.050   # the upper bound of the derived default (measured on the demo)
+MIN_IDLE_GAP_S = 0.001       # below ~1 ms the pauses between ring steps would split iterations
+
+
+def idle_gap_for_compute(compute_s: float) -> float:
+    """The idle gap a job gets when its `cc` sets none: half its (shortest) compute phase, so a
+    compute phase is always seen as an iteration boundary, within [MIN_IDLE_GAP_S,
+    DEFAULT_IDLE_GAP_S] (longer gaps only risk missing boundaries; shorter ones split
+    iterations at the pauses between ring steps)."""
+    return min(DEFAULT_IDLE_GAP_S, max(MIN_IDLE_GAP_S, compute_s / 2))
 
 
 @dataclass(frozen=True)

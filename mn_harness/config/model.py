@@ -28,6 +28,8 @@ NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
 EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 COLLECTIVES = ("ring_allreduce", "inc_allreduce")
 DATAPLANES = ("auto", "linux", "bmv2")
+ROUTINGS = ("shortest", "ecmp")  # network.plan: one shortest path per host pair, or per-flow ECMP
+DEFAULT_WARMUP = 2  # iterations, as nccl-tests' -w: connection ramp-up and first-iteration effects
 
 
 def check_keys(raw: Any, path: str, allowed: set[str], required: frozenset[str] | set[str] = frozenset()) -> None:
@@ -156,9 +158,20 @@ class JobConfig:
     cc: CCSpec = field(default_factory=lambda: CCSpec("cubic"))
     inc: IncConfig | None = None  # set for collective inc_allreduce
 
+    def __post_init__(self):
+        # the MLTCP idle gap fits the job unless the YAML sets one (cc.spec.CCSpec.for_compute);
+        # also on dataclasses.replace, so `--cc mltcp-reno` gets each job's own gap
+        object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_compute_s))
+
     @property
     def n(self) -> int:
         return len(self.workers)
+
+    @property
+    def shortest_compute_s(self) -> float:
+        """The shortest compute phase of an iteration: the longest idle time that is sure to
+        separate two iterations on the job's sockets."""
+        return self.compute_s
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> JobConfig:
@@ -215,11 +228,12 @@ class RunConfig:
     isolated: bool = False
     timeout_s: float | None = None  # whole-run limit; default derived from the jobs
     gso_max_segs: int = 16  # cap on GSO super-packets (MTUs); 1 = offloads off, see shaping.py
+    warmup: int = DEFAULT_WARMUP  # first iterations of each job left out of the statistics
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs"}
+                   "isolated", "timeout", "gso_max_segs", "warmup"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -234,6 +248,9 @@ class RunConfig:
         if not isinstance(output_dir, str) or not output_dir:
             raise ConfigError(f"{path}.output_dir", f"expected a directory path, got {output_dir!r}")
         timeout = raw.get("timeout")
+        warmup = raw.get("warmup", DEFAULT_WARMUP)
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ConfigError(f"{path}.warmup", f"expected a whole number of iterations >= 0, got {warmup!r}")
         return cls(
             dataplane=dataplane,
             seed=seed,
@@ -244,4 +261,5 @@ class RunConfig:
             isolated=raw.get("isolated", False),
             gso_max_segs=_positive_int(raw.get("gso_max_segs", 16), f"{path}.gso_max_segs"),
             timeout_s=None if timeout is None else parse_duration(timeout, f"{path}.timeout", allow_zero=False),
+            warmup=warmup,
         )

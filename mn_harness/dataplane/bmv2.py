@@ -76,6 +76,7 @@ from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.commands import run_in
+from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import add_netem
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
@@ -83,6 +84,7 @@ from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, cli_has_thrift, disable_offloads
 from mn_harness.p4.bringup import SwitchSetup, bring_up
 from mn_harness.p4.compile import compile_p4
+from mn_harness.p4.ecmp import chooser as ecmp_chooser
 from mn_harness.p4.entries import job_ids, plan_job_rules, qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
 from mn_harness.p4.runtime import SwitchConnection
@@ -96,6 +98,14 @@ THRIFT_PORT = 9090           # on each switch namespace's own loopback
 SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"
 DEFAULT_SAMPLE_HZ = 100.0
 FLUSH_EVERY_S = 0.2
+
+
+def bmv2_paths(plan: NetworkPlan) -> NetworkPlan:
+    """`plan` with every flow's path as the BMv2 switches' ECMP hash picks it: pure Python, so
+    `validate` can show it before anything runs."""
+    if plan.resolved:
+        return plan
+    return plan.resolve(ecmp_chooser(plan, ecmp_hash_seed(plan.experiment.run.seed)))
 
 
 class Bmv2SwitchNode(Node):
@@ -247,6 +257,10 @@ class Bmv2Dataplane(Dataplane):
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         return {}
+
+    def resolve_paths(self, net: Mininet, plan: NetworkPlan) -> NetworkPlan:
+        """The switches' ECMP choices, computed as the P4 program computes them (p4.ecmp)."""
+        return bmv2_paths(plan)
 
     def state(self) -> dict:
         with self._lock:

@@ -21,5 +21,5 @@ def bytes_sent_per_worker(job: JobConfig) -> int:
 
 def ideal_iteration_s(job: JobConfig, plan: NetworkPlan) -> tuple[float, float]:
     """(ideal isolated iteration time in s, bottleneck rate in bit/s)."""
-    rate = plan.job_bottleneck_bps(job.workers)
+    rate = plan.job_bottleneck_bps(job.name)
     return job.compute_s + bytes_sent_per_worker(job) * 8 / rate, rate

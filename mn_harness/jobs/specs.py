@@ -2,18 +2,19 @@
 network plan. Pure data, no processes: the launcher saves each spec as JSON next to the worker's
 output and starts `python -m mn_harness.worker SPEC.json` in the worker's host.
 
-Ports: job j's ring uses TCP port BASE_PORT + its job id (Experiment.job_ids(), the numbering the
-P4 entries use too); an inc_allreduce worker's job id on the aggregation switch is the same id."""
+Ports: job j's ring listens on TCP port BASE_PORT + its job id and connects from SOURCE_PORT_BASE +
+its job id (network.flows: the plan knows every flow's 5-tuple, which ECMP hashes); job ids are
+Experiment.job_ids(), the numbering the P4 entries use too; an inc_allreduce worker's job id on
+the aggregation switch is the same id."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from mn_harness.config import Experiment
+from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
-
-BASE_PORT = 40000
 
 
 def worker_stem(raw_dir: Path, job: str, rank: int) -> Path:
@@ -32,7 +33,8 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
         for rank, host in enumerate(job.workers):
             stem = worker_stem(raw_dir, job.name, rank)
             out.append((host, WorkerSpec(
-                job=job.name, rank=rank, ips=ips, port=BASE_PORT + job_id,
+                job=job.name, rank=rank, ips=ips, port=listen_port(job_id),
+                src_port=source_port(job_id),
                 collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
                 compute_s=job.compute_s, iterations=job.iterations,
                 start_offset_s=job.start_offset_s, cc=cc_names[job.name],

@@ -55,6 +55,7 @@ JOB_HEADERS = [
     "cc",
     "iters",
     "missing",
+    "warm-up ms",
     "mean ms",
     "p50 ms",
     "p99 ms",
@@ -72,8 +73,9 @@ def job_rows(metrics: RunMetrics) -> list[list[str]]:
         [
             jm.job,
             jm.cc or "-",
-            str(jm.n_iterations),
+            str(jm.n_iterations - jm.warmup_iterations),
             str(jm.missing_rows),
+            _ms(jm.warmup_mean_iter_s) + (f" ({jm.warmup_iterations})" if jm.warmup_iterations else ""),
             _ms(jm.mean_iter_s),
             _ms(jm.p50_iter_s),
             _ms(jm.p99_iter_s),
@@ -138,9 +140,11 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         lines.append("")
         lines.append("Congestion control: " + ", ".join(f"{j} = `{c}`" for j, c in s.cc.items()))
     lines += ["", "## Jobs", "", markdown_table(JOB_HEADERS, job_rows(metrics)), ""]
+    warm = max((jm.warmup for jm in metrics.jobs.values()), default=0)
     lines.append(
         f"Iteration time = the slowest rank's t_comm_end − t_start (complete iterations "
-        f"only); percentiles by linear interpolation; overlap = mean over contended "
+        f"only; the first {warm} are warm-up, shown on their own (mean and count) and left out of "
+        f"iters, mean, percentiles and overlap); percentiles by linear interpolation; overlap = mean over contended "
         f"iterations of the fraction of the job's communication time during which a job sharing "
         f"a link also communicated; converged at = first iteration from which overlap stays "
         f"≤ {metrics.convergence_threshold:.0%}."

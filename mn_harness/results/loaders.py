@@ -46,6 +46,7 @@ class JobInfo:
     bottleneck_bps: float | None
     isolated_iter_s: float | None = None
     iterations_planned: int | None = None
+    warmup: int = 0  # iterations left out of the statistics (0 for summaries from before warm-up)
 
     @property
     def baseline_iter_s(self) -> float | None:
@@ -148,6 +149,7 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
             bottleneck_bps=_opt_float(info.get("bottleneck_bps")),
             isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
             iterations_planned=_opt_int(info.get("iterations_planned")),
+            warmup=_opt_int(info.get("warmup")) or 0,
         )
     link_jobs = {str(k): [str(j) for j in v] for k, v in (raw.get("link_jobs") or {}).items()}
     return Summary(

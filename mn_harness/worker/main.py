@@ -121,6 +121,9 @@ def connect_ring(spec: WorkerSpec) -> tuple[socket.socket, socket.socket]:
         _set_cc(sock, spec.cc)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            if spec.src_port:  # the plan's 5-tuple: ECMP hashes it to the same path every run
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((me, spec.src_port))
             sock.connect((right, spec.port))
             to_right = sock
         except OSError:

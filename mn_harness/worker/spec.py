@@ -15,7 +15,7 @@ class WorkerSpec:
     job: str
     rank: int
     ips: tuple[str, ...]  # ring order; rank r sends to r+1 and receives from r-1
-    port: int
+    port: int  # the port every rank listens on
     collective: str
     bytes_per_iteration: int
     compute_s: float
@@ -26,6 +26,7 @@ class WorkerSpec:
     throughput_path: str  # JSON lines, one per iteration (bins of that iteration)
     bin_s: float = 0.010
     connect_timeout_s: float = 20.0
+    src_port: int = 0  # the port a rank connects from (a fixed 5-tuple for ECMP); 0: any
     # inc_allreduce only (mn_harness/worker/inc.py); defaults keep ring-only callers unchanged
     agg_switch_ip: str | None = None  # None: the host's default gateway
     agg_job_id: int = 0  # 1..63, the job's id on the aggregation switch
