@@ -13,10 +13,12 @@ The model (../shared/REFERENCE.md, "CASSINI"):
       score_l = 1 − mean over the circle of max(0, Σ_j demand_j(t − ρ_j) − C) / C,
   1 when the phases can be rotated apart completely. The time shift of j is ρ_j mod T_j.
 * Best rotation: grid search (exhaustive over ROTATION_STEPS positions per job for small
-  sets, coordinate descent from two starts otherwise, then refined tick by tick). Per link
-  alone (`score`, `shifts_s`), and jointly for every connected component of the affinity
-  graph (jobs.affinity), one rotation per job for all its links (`joint_score`): where the
-  graph has a loop the per-link optima may not be realisable at once (circular dependency).
+  sets, coordinate descent from two starts otherwise, then refined tick by tick), minimising
+  the summed excess over the links (spread evenly among equally good rotations, `_penalty`).
+  Per link alone (`score`, `shifts_s`), and jointly for every connected component of the
+  affinity graph (jobs.affinity), one rotation per job for all its links (`joint_score`):
+  where the graph has a loop the per-link optima may not be realisable at once (circular
+  dependency).
 * Predicted slowdown of a link = 1 + mean excess / C = 2 − score: the traffic above capacity
   at the best rotation is sent in added time, which stretches the circle and every iteration
   on it by that much. Two jobs that each communicate 60% of their iteration at the link rate:
@@ -44,6 +46,7 @@ MAX_TICKS = 6000
 ROTATION_STEPS = 72
 EXHAUSTIVE_LIMIT = 6000  # rotation combinations searched exhaustively
 MAX_PASSES = 50
+SPREAD = 1.0  # weight of the squared excess in the rotation search (see _penalty)
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ class Circle:
 
     def _cost(self, rotation: Mapping[str, int], loads: Mapping[str, Mapping[str, float]],
               caps: Mapping[str, float]) -> float:
-        return sum(1.0 - self.score(rotation, load, caps[link]) for link, load in loads.items())
+        return sum(_penalty(1.0 - self.score(rotation, load, caps[link])) for link, load in loads.items())
 
     def _best_of(self, job: str, options: Sequence[int], rotation: Mapping[str, int],
                  loads: Mapping[str, Mapping[str, float]], caps: Mapping[str, float]) -> tuple[int, float]:
@@ -205,7 +208,7 @@ class Circle:
             for j, bps in load.items():
                 if j != job:
                     base += bps * self._rolled(j, rotation[j])
-            cost += np.maximum(0.0, base + load[job] * rolled - caps[link]).mean(axis=1) / caps[link]
+            cost += _penalty(np.maximum(0.0, base + load[job] * rolled - caps[link]).mean(axis=1) / caps[link])
         i = int(np.argmin(cost))
         return options[i], float(cost[i])
 
@@ -255,6 +258,14 @@ class Circle:
             if not improved:
                 break
         return rot
+
+
+def _penalty(excess):
+    """The search's cost of a link's mean excess: the excess itself (CASSINI's objective), plus
+    SPREAD·excess² so that among rotations with the same total excess the one spreading it over
+    the links wins (three jobs on a loop: each link a third of the unavoidable excess, not one
+    link all of it, which would predict a slowdown for two jobs and none for the third)."""
+    return excess + SPREAD * excess * excess
 
 
 def _grid(periods: Sequence[float], names: Sequence[str]) -> tuple[float, dict[str, int], int]:

@@ -33,6 +33,7 @@ ALL_METRICS = (
     "mean_iter_s",
     "p99_iter_s",
     "slowdown_mean",
+    "slowdown_p99",
     "overlap_mean",
     "convergence_iteration",
     "converged",
@@ -43,7 +44,7 @@ CONVERGED = "converged"  # 1 = converged, 0 = never, None = no rival: runs that 
 def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
     """{(scope, metric): value}: per job, per shared link ("link:<name>"), and across jobs.
 
-    Across jobs ("all"): mean over jobs of mean/p99 iteration time, slowdown and overlap;
+    Across jobs ("all"): mean over jobs of mean/p99 iteration time, mean/p99 slowdown and overlap;
     convergence_iteration is the latest convergence among jobs that have a rival (the run has
     converged when every such job has), None if any of them never converged or none has one.
     `converged` is 1.0 or 0.0 where the job (the run) had rivals to interleave with, else None."""
@@ -60,7 +61,7 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
             value = getattr(lm, name)
             out[(f"link:{link}", name)] = None if value is None else float(value)
     jobs = list(metrics.jobs.values())
-    for name in ("mean_iter_s", "p99_iter_s", "slowdown_mean", "overlap_mean"):
+    for name in ("mean_iter_s", "p99_iter_s", "slowdown_mean", "slowdown_p99", "overlap_mean"):
         vals = [getattr(j, name) for j in jobs if getattr(j, name) is not None]
         out[(ALL_SCOPE, name)] = sum(vals) / len(vals) if vals else None
     contended = [j for j in jobs if j.contended_iterations > 0]

@@ -43,6 +43,33 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
+def _prediction(jm: JobMetrics) -> str:
+    """CASSINI's slowdown at the best shifts, and with the phases aligned in brackets."""
+    if jm.predicted_slowdown is None:
+        return "-"
+    aligned = "" if jm.predicted_aligned_slowdown is None else f" ({jm.predicted_aligned_slowdown:.2f})"
+    return f"{jm.predicted_slowdown:.2f}{aligned}"
+
+
+def cassini_lines(summary: dict) -> list[str]:
+    """report.md's CASSINI section: the links' scores and shifts, the loops."""
+    pred = summary.get("cassini")
+    if not isinstance(pred, dict) or not pred.get("links"):
+        return []
+    rows = [[link, ", ".join(lp["jobs"]), f"{lp['score']:.3f}", f"{lp['joint_score']:.3f}",
+             f"{lp['aligned_score']:.3f}", ", ".join(f"{j} {s * 1e3:.0f} ms" for j, s in lp["shifts_s"].items())]
+            for link, lp in pred["links"].items()]
+    lines = ["", "## CASSINI prediction", "",
+             markdown_table(["link", "jobs", "score", "joint score", "aligned score", "best shifts"], rows), "",
+             "Compatibility score on the unified circle (1 = the phases can be rotated apart), at the best "
+             "rotation for the link alone, at one rotation per job for all its links (joint), and with "
+             "the phases aligned; predicted slowdown = 2 − score (the job table's CASSINI column: joint, "
+             "aligned in brackets). Model and definitions: docs/results.md."]
+    for loop in pred.get("loops") or []:
+        lines.append(f"- circular dependency: {' – '.join(loop)}")
+    return lines
+
+
 def convergence_text(jm: JobMetrics) -> str:
     """Iteration number; "n/a" without a rival to interleave with; "never" otherwise."""
     if jm.convergence_iteration is not None:
@@ -62,6 +89,7 @@ JOB_HEADERS = [
     "baseline ms",
     "slowdown",
     "p99 slowdown",
+    "CASSINI",
     "overlap",
     "converged at",
 ]
@@ -82,6 +110,7 @@ def job_rows(metrics: RunMetrics) -> list[list[str]]:
             _ms(jm.baseline_iter_s) + (f" ({jm.baseline})" if jm.baseline else ""),
             _num(jm.slowdown_mean),
             _num(jm.slowdown_p99),
+            _prediction(jm),
             _pct(jm.overlap_mean),
             convergence_text(jm),
         ]
@@ -149,6 +178,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         f"a link also communicated; converged at = first iteration from which overlap stays "
         f"≤ {metrics.convergence_threshold:.0%}."
     )
+    lines += cassini_lines(s.raw)
     if metrics.links:
         lines += ["", "## Shared links", "", markdown_table(LINK_HEADERS, link_rows(metrics)), ""]
         lines.append(

@@ -223,6 +223,8 @@ class JobMetrics:
     warmup: int = 0
     warmup_iterations: int = 0
     warmup_mean_iter_s: float | None = None
+    predicted_slowdown: float | None = None  # CASSINI at the best shifts (jobs.cassini)
+    predicted_aligned_slowdown: float | None = None  # CASSINI with the phases aligned
 
 
 @dataclass
@@ -351,6 +353,8 @@ def compute_metrics(
             warmup=warmup,
             warmup_iterations=stats.warmup_iterations,
             warmup_mean_iter_s=stats.warmup_mean_iter_s,
+            predicted_slowdown=info.predicted_slowdown if info else None,
+            predicted_aligned_slowdown=info.predicted_aligned_slowdown if info else None,
         )
 
     series = job_throughput(throughput)

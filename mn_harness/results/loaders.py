@@ -47,6 +47,9 @@ class JobInfo:
     isolated_iter_s: float | None = None
     iterations_planned: int | None = None
     warmup: int = 0  # iterations left out of the statistics (0 for summaries from before warm-up)
+    # CASSINI's predicted slowdown at the best shifts and with the phases aligned (summary "cassini")
+    predicted_slowdown: float | None = None
+    predicted_aligned_slowdown: float | None = None
 
     @property
     def baseline_iter_s(self) -> float | None:
@@ -137,8 +140,13 @@ def _int(text: str) -> int:
 
 def parse_summary(raw: dict[str, Any]) -> Summary:
     jobs: dict[str, JobInfo] = {}
+    cassini = raw.get("cassini")
+    predicted = cassini.get("jobs") if isinstance(cassini, dict) else None
+    predicted = predicted if isinstance(predicted, dict) else {}
     for name, info in (raw.get("jobs") or {}).items():
         info = info or {}
+        guess = predicted.get(name)
+        guess = guess if isinstance(guess, dict) else {}
         jobs[str(name)] = JobInfo(
             name=str(name),
             workers=[str(w) for w in info.get("workers") or []],
@@ -150,6 +158,8 @@ def parse_summary(raw: dict[str, Any]) -> Summary:
             isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
             iterations_planned=_opt_int(info.get("iterations_planned")),
             warmup=_opt_int(info.get("warmup")) or 0,
+            predicted_slowdown=_opt_float(guess.get("slowdown")),
+            predicted_aligned_slowdown=_opt_float(guess.get("aligned_slowdown")),
         )
     link_jobs = {str(k): [str(j) for j in v] for k, v in (raw.get("link_jobs") or {}).items()}
     return Summary(

@@ -89,7 +89,9 @@ def test_circular_dependency_pairwise_compatible_jointly_not(topologies):
     assert all(link.score == pytest.approx(1.0) for link in p.links.values())
     joint_excess = sum(1 - link.joint_score for link in p.links.values()) / 2  # both directions
     assert joint_excess == pytest.approx(3 * a - 1, abs=0.01)
-    assert max(j.slowdown for j in p.jobs.values()) > 1.1
+    # the unavoidable excess is spread over the three links: every job predicted alike
+    for job in p.jobs.values():
+        assert job.slowdown == pytest.approx(1 + (3 * a - 1) / 3, abs=0.01)
     assert len(p.loops) == 1 and sorted(set(p.loops[0][::2])) == ["jobA", "jobB", "jobC"]
 
 
