@@ -14,9 +14,11 @@ any); and CASSINI's prediction (mean over jobs, best shifts / phases aligned).
 Restartable: the bench's folder holds one `mn_harness.sweep` folder per scenario (plan.json,
 runs/) and `reproduce.json`; `--resume DIR` runs only what is missing (a run that was cut off is
 run again). Runs go round-robin (repetition 1 of every CC, then repetition 2, ...), so machine
-drift spreads over all CCs. Every run takes the measurement lock itself (`--lock`, released
-with a pause after each run so that others get their turn): do not wrap this script in flock.
-`--budget-min` stops starting runs after that long (resume later).
+drift spreads over all CCs. The bench takes the measurement lock itself (`--lock`), for chunks
+of runs of at most `--chunk-min` minutes, releasing it for a few seconds in between so others
+get their turn: do not wrap this script in flock. `--budget-min` stops starting runs after that
+many minutes of measuring (counted from the first run, not while waiting for the lock; resume
+later).
 
 Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
            [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from measurelock import DEFAULT_LOCK, measurement_lock  # noqa: E402  (bench/ is on sys.path)
+from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
 
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.config.loader import read_experiment_file  # noqa: E402
@@ -87,15 +89,18 @@ def round_robin(ccs: list[str], repeat: int) -> list[dict]:
             for rep in range(repeat) for cc in ccs]
 
 
-def runner(args, deadline: float):
+def runner(budget_s: float | None, lock: ChunkedLock):
     from mn_harness.report.markdown import write_report
     from mn_harness.runner import run_experiment
 
+    started: list[float] = []
+
     def run_one(experiment, runs_root: Path, record) -> None:
-        if time.monotonic() > deadline:
+        if budget_s is not None and started and time.monotonic() - started[0] > budget_s:
             raise BudgetSpent
         done: list[Path] = []
-        with measurement_lock(args.lock, args.gap_s):
+        with lock.run():
+            started[:] = started or [time.monotonic()]
             run_experiment(experiment, out_root=runs_root, log=lambda *_: None,
                            after_run=lambda d: (done.append(d), record(d)))
             write_report(done[0], plots=False)
@@ -105,8 +110,15 @@ def runner(args, deadline: float):
 
 def run_all(folder: Path, state: dict, args) -> bool:
     """Every scenario's sweep until done or out of budget; True when everything finished."""
-    deadline = time.monotonic() + args.budget_min * 60
-    run_one = runner(args, deadline)
+    lock = ChunkedLock(args.lock, args.chunk_min * 60)
+    budget = None if args.budget_min is None else args.budget_min * 60
+    try:
+        return _run_scenarios(folder, state, args, runner(budget, lock))
+    finally:
+        lock.release()
+
+
+def _run_scenarios(folder: Path, state: dict, args, run_one) -> bool:
     for name, info in state["scenarios"].items():
         sweep = _sweep(folder, name, info, state)
         todo = sum(not sweep.finished(e) for e in sweep.runs)
@@ -235,9 +247,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=None,
                         help="iterations of the slowest job of each scenario (others: the same duration)")
-    parser.add_argument("--budget-min", type=float, default=25.0)
-    parser.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock, taken per run; '' for none")
-    parser.add_argument("--gap-s", type=float, default=3.0)
+    parser.add_argument("--budget-min", type=float, default=None,
+                        help="stop starting runs after this many minutes of measuring (default: run all)")
+    parser.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock ('' for none)")
+    parser.add_argument("--chunk-min", type=float, default=20.0,
+                        help="hold the lock for at most about this long at a time")
     parser.add_argument("--out", default="results")
     parser.add_argument("--resume", metavar="DIR")
     parser.add_argument("--table", metavar="DIR", help="print the table of a bench folder, run nothing")

@@ -14,7 +14,8 @@ and the largest number of concurrent jobs whose goodput stays at its fair share.
    stayed above is the limit at that rate. TCP/IP headers alone cost ~4.5%, so an isolated job
    measures ~0.95.
 
-Every build and run takes the measurement lock itself (do not wrap this in flock). Ends with
+The bench takes the measurement lock itself, in chunks of at most --chunk-min minutes (do not
+wrap this in flock). Ends with
 one key=value line; `--json` keeps everything.
 
 Usage: sudo .venv/bin/python bench/scale.py [--sizes 4,8,16,32,64] [--rates 1Gbit,100Mbit]
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from measurelock import DEFAULT_LOCK, measurement_lock  # noqa: E402  (bench/ is on sys.path)
+from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
 
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.units import parse_bandwidth  # noqa: E402
@@ -107,14 +108,14 @@ def ci(values: list[float]) -> str:
     return f"{m:.2f}" + ("" if h is None else f" ± {h:.2f}")
 
 
-def setup_sizes(sizes: list[int], repeat: int, lock: str, keys: dict, out: dict) -> None:
+def setup_sizes(sizes: list[int], repeat: int, lock: ChunkedLock, keys: dict, out: dict) -> None:
     print("shape      hosts switches links  set-up s        tear-down s     memory MB")
     for shape, make in (("dumbbell", dumbbell), ("leafspine", leaf_spine)):
         for hosts in sizes:
             raw = make(hosts)
             samples = []
             for _ in range(repeat):
-                with measurement_lock(lock):
+                with lock.run():
                     samples.append(build_once(raw))
             ups, downs, mems = (list(x) for x in zip(*samples, strict=True))
             print(f"{shape:<10} {hosts:>5} {len(raw['switches']):>8} {len(raw['links']):>5}  "
@@ -126,7 +127,7 @@ def setup_sizes(sizes: list[int], repeat: int, lock: str, keys: dict, out: dict)
                                                 "teardown_s": downs, "memory_mb": mems})
 
 
-def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: str) -> list[float]:
+def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock) -> list[float]:
     """Per job: goodput / fair share in one run of n_jobs jobs at `rate` each."""
     from mn_harness.runner import run_experiment
 
@@ -134,7 +135,7 @@ def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: str) -> lis
     nbytes = int(bps / 8 * 0.2)  # 200 ms per iteration at the fair share
     raw = dumbbell(2 * n_jobs, rate, core=f"{int(bps * n_jobs)}bit", jobs=n_jobs,
                    bytes_per_iteration=nbytes, iterations=iterations)
-    with tempfile.TemporaryDirectory() as tmp, measurement_lock(lock):
+    with tempfile.TemporaryDirectory() as tmp, lock.run():
         results = run_experiment(Experiment.from_dict(raw), out_root=tmp, log=lambda *_: None)
         summary = json.loads((results / "summary.json").read_text())
     return [j["bytes_sent_per_worker"] * 8 / j["mean_iter_s"] / bps if j["mean_iter_s"] else 0.0
@@ -142,7 +143,7 @@ def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: str) -> lis
 
 
 def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations: int, threshold: float,
-                    lock: str, keys: dict, out: dict) -> None:
+                    lock: ChunkedLock, keys: dict, out: dict) -> None:
     for rate in rates:
         best = 0
         print(f"concurrent jobs at {rate} each (fair share = {rate}; worst job's goodput / fair share)")
@@ -166,18 +167,23 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=12)
     parser.add_argument("--threshold", type=float, default=0.9)
-    parser.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock, taken per build/run")
+    parser.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock ('' for none)")
+    parser.add_argument("--chunk-min", type=float, default=20.0, help="hold the lock at most this long at a time")
     parser.add_argument("--skip-setup", action="store_true")
     parser.add_argument("--skip-jobs", action="store_true")
     parser.add_argument("--json", default="bench-scale.json")
     args = parser.parse_args()
     keys: dict[str, object] = {}
     out: dict[str, list] = {}
-    if not args.skip_setup:
-        setup_sizes([int(s) for s in args.sizes.split(",")], args.repeat, args.lock, keys, out)
-    if not args.skip_jobs:
-        concurrent_jobs(args.rates.split(","), [int(n) for n in args.jobs.split(",")], args.repeat,
-                        args.iterations, args.threshold, args.lock, keys, out)
+    lock = ChunkedLock(args.lock, args.chunk_min * 60)
+    try:
+        if not args.skip_setup:
+            setup_sizes([int(s) for s in args.sizes.split(",")], args.repeat, lock, keys, out)
+        if not args.skip_jobs:
+            concurrent_jobs(args.rates.split(","), [int(n) for n in args.jobs.split(",")], args.repeat,
+                            args.iterations, args.threshold, lock, keys, out)
+    finally:
+        lock.release()
     Path(args.json).write_text(json.dumps({"keys": keys, **out}, indent=1))
     print(" ".join(f"{k}={v}" for k, v in keys.items()))
     return 0

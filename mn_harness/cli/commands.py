@@ -99,6 +99,8 @@ def routed_plan(plan):
 def cmd_run(args: argparse.Namespace) -> int:
     experiment = load(args.experiment, args)
     need_root("run")
+    for warning in experiment.warnings():
+        print(f"warning: {warning}")
     from mn_harness.runner import run_experiment
 
     results: list[Path] = []

@@ -14,6 +14,7 @@ from mininet.net import Mininet
 from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
+from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import NetworkPlan
 
@@ -38,7 +39,8 @@ class Dataplane(ABC):
         """After `configure`: the plan with this data plane's per-flow ECMP choices made
         (NetworkPlan.resolve); a plan without choices to make comes back as it is."""
         if not plan.resolved:
-            raise NotImplementedError(f"the {self.name} data plane cannot tell which ECMP path a flow takes")
+            raise DataplaneError(f"routing: ecmp is not supported by the {self.name} data plane "
+                                 "(it cannot tell which path a flow takes)")
         return plan
 
     def routing_summary(self, plan: NetworkPlan) -> dict:
