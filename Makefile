@@ -4,7 +4,7 @@ VENV := .venv
 EXPERIMENT ?= topologies/dumbbell-2jobs.yaml
 PYTEST_ARGS ?= -ra
 
-.PHONY: setup demo test lint clean-runs
+.PHONY: setup demo test lint clean-runs uninstall
 
 setup:
 	@scripts/setup.sh
@@ -18,6 +18,10 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check mn_harness tests bench
 	$(VENV)/bin/mypy
+
+# removes the /usr/local/bin/mn-harness launcher setup installed (the venv stays)
+uninstall:
+	@scripts/setup.sh --uninstall
 
 clean-runs: setup
 	$(VENV)/bin/mn-harness clean

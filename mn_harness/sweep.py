@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,8 @@ from typing import Any
 from mn_harness.config import Experiment
 from mn_harness.config.overrides import apply_variant, expand_set_specs, variant_label
 from mn_harness.errors import ConfigError
+from mn_harness.ownership import hand_over, make_dirs
+from mn_harness.progress import format_eta, sweep_eta_s
 
 PLAN_FILE = "plan.json"
 
@@ -98,7 +101,7 @@ def new_sweep(root: Path, raw: dict, name: str, runs: list[dict]) -> Sweep:
     """A new sweep folder under `root` (never an existing one: a second sweep started in the
     same second gets a suffix)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    root.mkdir(parents=True, exist_ok=True)
+    make_dirs(root)
     for suffix in range(1, 1000):
         folder = root / (f"{name}-compare-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
         try:
@@ -140,13 +143,19 @@ def run_sweep(sweep: Sweep, run_one: Callable[[Experiment, Path, Callable[[Path]
     cut off), so `resume` knows where to go on."""
     experiments = sweep.experiments()
     todo = [i for i, e in enumerate(sweep.runs) if not sweep.finished(e)]
+    started = time.monotonic()
     for k, i in enumerate(todo):
         entry = sweep.runs[i]
+        eta = sweep_eta_s(k, len(todo), time.monotonic() - started)
         log(f"== run {i + 1}/{len(sweep.runs)} ({k + 1} of {len(todo)} to do): {entry['label']} "
-            f"(repetition {entry['repetition'] + 1})")
+            f"(repetition {entry['repetition'] + 1})" + (f"; sweep ETA {format_eta(eta)}" if eta is not None else ""))
 
         def record(results_dir: Path, entry: dict = entry) -> None:
             entry["results_dir"] = str(results_dir)
             sweep.save()
 
-        run_one(experiments[i], sweep.folder / "runs", record)
+        try:
+            run_one(experiments[i], sweep.folder / "runs", record)
+        finally:
+            hand_over(sweep.folder)
+

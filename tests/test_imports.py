@@ -24,6 +24,18 @@ def test_config_results_report_load_neither_mininet_nor_grpc():
     assert not {"mininet", "grpc", "matplotlib", "p4"} & top, top
 
 
+def test_import_mn_harness_and_its_api_names_load_no_heavy_module():
+    top = loaded_after("import mn_harness; mn_harness.ExperimentBuilder, mn_harness.run, mn_harness.network, "
+                       "mn_harness.Results, mn_harness.load, mn_harness.JobError")
+    assert not {"mininet", "grpc", "matplotlib", "p4", "pandas"} & top, top
+
+
+def test_import_mn_harness_alone_loads_nothing_but_the_version():
+    """The worker in every emulated host imports the package: it must stay the standard library."""
+    modules = loaded_after("import mn_harness")
+    assert not {"yaml", "mininet", "grpc", "matplotlib"} & modules, modules
+
+
 def test_the_cli_parser_loads_no_heavy_module():
     top = loaded_after("from mn_harness.cli import build_parser; build_parser()")
     assert not {"mininet", "grpc", "matplotlib", "p4"} & top, top

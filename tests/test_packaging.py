@@ -15,9 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_in_a_fresh_venv_validates_the_demo_outside_the_checkout(tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(dist), str(ROOT)], check=True, capture_output=True, timeout=300)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                            "-w", str(dist), str(ROOT)], check=True, capture_output=True, text=True, timeout=300)
+    assert "deprecat" not in (build.stdout + build.stderr).lower(), "the build warns about a deprecation"
     wheel = next(dist.glob("mn_harness-*.whl"))
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        metadata = whl.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     venv = tmp_path / "venv"
     # the distribution's python3, as scripts/setup.sh makes .venv (Mininet lives there)
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],

@@ -13,8 +13,9 @@ from mn_harness.errors import EXIT_INTERRUPTED, UsageError
 
 EXAMPLES = {
     "validate": "example: mn-harness validate topologies/dumbbell-2jobs.yaml",
-    "run": "example: sudo mn-harness run topologies/dumbbell-2jobs.yaml --cc mltcp-reno",
-    "report": "example: mn-harness report results/dumbbell-2jobs-20261201-101500",
+    "run": "examples: sudo mn-harness run topologies/dumbbell-2jobs.yaml --cc mltcp-reno;  "
+           "sudo mn-harness run topologies/dumbbell-2jobs.yaml --pcap s1-s2 --cli=after",
+    "report": "example: mn-harness report results/dumbbell-2jobs-20261201-101500 --window 2s:4s",
     "clean": "example: sudo mn-harness clean",
 }
 
@@ -37,12 +38,32 @@ def load(path: str, args: argparse.Namespace) -> Experiment:
     return experiment
 
 
-def print_report(results_dir: Path, plots: bool) -> None:
-    from mn_harness.report.markdown import format_table, report_run
+def parse_window(text: str | None) -> tuple[float, float] | None:
+    """`--window 2s:5s` (or `2:5`, seconds since the experiment start) -> (2.0, 5.0)."""
+    if text is None:
+        return None
+    from mn_harness.units import parse_duration
 
-    report, metrics = report_run(results_dir, plots=plots)
-    print(format_table(metrics))
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise ConfigError("--window", f"expected START:END, e.g. 2s:5s, got {text!r}")
+    lo, hi = parse_duration(start, "--window"), parse_duration(end, "--window")
+    if hi <= lo:
+        raise ConfigError("--window", f"the end must be after the start, got {text!r}")
+    return lo, hi
+
+
+def print_report(results_dir: Path, plots: bool, window: tuple[float, float] | None = None) -> None:
+    from mn_harness.ownership import hand_over
+    from mn_harness.report.markdown import format_table, report_run
+    from mn_harness.runlog import append_to_log
+
+    report, metrics = report_run(results_dir, plots=plots, window=window)
+    table = format_table(metrics)
+    print(table)
     print(f"report: {report}")
+    append_to_log(results_dir, f"{table}\nreport: {report}")
+    hand_over(results_dir)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -98,6 +119,11 @@ def routed_plan(plan):
 
 def cmd_run(args: argparse.Namespace) -> int:
     experiment = load(args.experiment, args)
+    window = parse_window(args.window)
+    if args.pcap:
+        from mn_harness.capture import parse_links
+
+        parse_links(args.pcap, experiment)  # a typo is exit 2 before anything is built
     need_root("run")
     for warning in experiment.warnings():
         print(f"warning: {warning}")
@@ -105,13 +131,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     results: list[Path] = []
     try:
-        run_experiment(experiment, out_root=args.out, after_run=results.append)
+        run_experiment(experiment, out_root=args.out, after_run=results.append, pcap=args.pcap or (),
+                       cli=args.cli, label=args.label)
     except KeyboardInterrupt:
         where = f"; partial results in {results[0]}" if results else ""
         print(f"mn-harness run: interrupted, network torn down{where}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"results: {results[0]}")
-    print_report(results[0], plots=not args.no_plots)
+    print_report(results[0], plots=not args.no_plots, window=window)
     return 0
 
 
@@ -126,9 +153,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     results_dir = Path(args.results_dir)
+    window = parse_window(args.window)
     if not (results_dir / "summary.json").is_file():
         raise ConfigError(str(results_dir), "no summary.json (not a results folder)")
-    print_report(results_dir, plots=not args.no_plots)
+    print_report(results_dir, plots=not args.no_plots, window=window)
     return 0
 
 
@@ -148,6 +176,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", help="put the results folder under this directory (default: run.output_dir)")
     p.add_argument("--dataplane", choices=DATAPLANES, help="override run.dataplane")
     p.add_argument("--no-plots", action="store_true", help="skip plots and report.md")
+    p.add_argument("--pcap", metavar="LINK[,LINK]",
+                   help="capture packet headers on these links (e.g. s1-s2) into pcap/<link>.pcap (needs tcpdump)")
+    p.add_argument("--cli", nargs="?", const="up", choices=("up", "after"),
+                   help="open the Mininet CLI once the network is up (jobs wait until you exit it), "
+                        "or with --cli=after once the jobs are done, before teardown")
+    p.add_argument("--label", help="a name for this run in summary.json (what results.load() groups by)")
+    p.add_argument("--window", metavar="START:END",
+                   help="throughput plot of this part of the run only, e.g. 2s:5s (seconds since the start)")
     p.set_defaults(func=cmd_run)
 
     p = command("clean", "remove what crashed runs left behind (root); never touches anything else")
@@ -157,4 +193,6 @@ def add_parsers(sub) -> None:
     p = command("report", "recompute metrics, plots and report.md of a results folder")
     p.add_argument("results_dir", help="a results folder written by run")
     p.add_argument("--no-plots", action="store_true", help="tables and report.md only")
+    p.add_argument("--window", metavar="START:END",
+                   help="throughput plot of this part of the run only, e.g. 2s:5s (seconds since the start)")
     p.set_defaults(func=cmd_report)

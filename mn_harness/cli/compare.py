@@ -57,10 +57,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"mn-harness compare: interrupted; finished runs kept, continue with "
               f"`mn-harness compare --resume {sweep.folder}`", file=sys.stderr)
         return EXIT_INTERRUPTED
+    from mn_harness.ownership import hand_over
     from mn_harness.report.aggregate import aggregate
     from mn_harness.report.compare import format_compare_table, write_compare
 
     md = write_compare(sweep.refs(), sweep.folder, plots=not args.no_plots)
+    hand_over(sweep.folder)
     print(format_compare_table(aggregate(sweep.refs())))
     print(f"comparison: {md}")
     return 0
@@ -77,8 +79,11 @@ def _run_one(plots: bool):
             results.append(results_dir)
             record(results_dir)
 
+        from mn_harness.ownership import hand_over
+
         run_experiment(experiment, out_root=runs_root, after_run=after)
         write_report(results[0], plots=plots)
+        hand_over(results[0])
 
     return run_one
 

@@ -260,7 +260,8 @@ class Experiment:
                 raise ConfigError(f"switches[{i}]", f"switch {s.name!r} is not connected to the hosts")
 
     def to_dict(self) -> dict:
-        """The resolved config (units in SI base units), saved beside the results."""
+        """The resolved config as nested dicts of the dataclass fields (units in SI base units).
+        The experiment-file form, which config.yaml holds, is mn_harness.config.dump's."""
         return dataclasses.asdict(self)
 
 

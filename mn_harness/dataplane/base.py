@@ -16,7 +16,7 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.flows import ecmp_hash_seed
-from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.plan import Interface, NetworkPlan
 
 
 class Dataplane(ABC):
@@ -73,6 +73,14 @@ class Dataplane(ABC):
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         """Per directed link: drops, bytes; empty when the data plane cannot tell."""
+        return {}
+
+    def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
+        """Change the rate of a switch port's egress queue while jobs run (session.set_link_rate)."""
+        raise DataplaneError(f"the {self.name} data plane cannot change a link's rate")
+
+    def switch_logs(self) -> dict[str, Path]:
+        """Log files of the switch processes, read into harness.log before stop()."""
         return {}
 
     def state(self) -> dict:

@@ -77,7 +77,7 @@ from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.network.commands import run_in
 from mn_harness.network.flows import ecmp_hash_seed
-from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import add_netem
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
 from mn_harness.p4.aggregation import plan_agg_jobs
@@ -261,6 +261,26 @@ class Bmv2Dataplane(Dataplane):
     def resolve_paths(self, net: Mininet, plan: NetworkPlan) -> NetworkPlan:
         """The switches' ECMP choices, computed as the P4 program computes them (p4.ecmp)."""
         return bmv2_paths(plan)
+
+    def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
+        """The port's BMv2 queues drain at the new rate (their depth stays the link's)."""
+        switch = self.switches.get(intf.node)
+        if switch is None:
+            raise DataplaneError(f"bmv2: no running switch {intf.node}")
+        try:
+            switch.configure_queues({intf.port: QueueConfig.for_link(bw_bps / 1e6, intf.link.queue_packets)})
+        except P4Error as exc:
+            raise DataplaneError(f"bmv2: {exc}".splitlines()[0]) from exc
+
+    def switch_logs(self) -> dict[str, Path]:
+        with self._lock:
+            switches = dict(self.switches)
+        logs = {}
+        for name, sw in switches.items():
+            for path in (Path(sw.log_dir or ".") / f"{name}.out", Path(sw.log_dir or ".") / f"{name}-bmv2.txt"):
+                if sw.log_dir and path.is_file():
+                    logs[f"{name} {path.name}"] = path
+        return logs
 
     def state(self) -> dict:
         with self._lock:

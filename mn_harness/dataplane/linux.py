@@ -31,7 +31,7 @@ from mn_harness.network.commands import run_in
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.flows import Flow, ecmp_hash_seed
 from mn_harness.network.plan import Interface, NetworkPlan
-from mn_harness.network.shaping import egress_commands, queue_stats, shape_egress
+from mn_harness.network.shaping import egress_commands, queue_stats, rate_change_commands, shape_egress
 
 # fib_multipath_hash_fields bits (include/net/ip_fib.h): src ip, dst ip, ip proto, src port, dst port
 ECMP_HASH_FIELDS = 0x0001 | 0x0002 | 0x0004 | 0x0010 | 0x0020
@@ -161,6 +161,10 @@ class LinuxDataplane(Dataplane):
             out["routing_note"] = ("no net.ipv4.fib_multipath_hash_seed (Linux < 6.11): the hash key "
                                    "is drawn at boot, paths repeat only until the next reboot")
         return out
+
+    def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
+        for argv in rate_change_commands(intf.name, bw_bps):
+            run_in(node.pid, argv)
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         stats = {}

@@ -24,6 +24,7 @@ from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
 from mn_harness.jobs.specs import worker_specs, worker_stem
 from mn_harness.network.emulated import EmulatedNetwork
+from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
 
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
@@ -130,7 +131,10 @@ class JobLauncher:
             done[job.name] = min(count_lines(w.spec.iterations_path) for w in ranks)
         return done
 
-    def wait(self, timeout_s: float, report_every_s: float = 2.0) -> None:
+    def wait(self, timeout_s: float, report_every_s: float = 2.0,
+             on_tick: Callable[[], None] | None = None) -> None:
+        """Until every worker has exited 0 (JobError when one dies or the run times out);
+        `on_tick` is called at every poll (the session's per-iteration callbacks)."""
         deadline = time.monotonic() + timeout_s
         last_report = 0.0
         totals = {j.name: j.iterations for j in self.experiment.jobs}
@@ -149,13 +153,16 @@ class JobLauncher:
             if now - last_report >= report_every_s:
                 self.log(self._progress_line(totals))
                 last_report = now
+            if on_tick is not None:
+                on_tick()
             time.sleep(0.2)
 
     def _progress_line(self, totals: dict[str, int]) -> str:
         done = self.progress()
         elapsed = time.monotonic() - (self.t0 or time.monotonic())
         parts = "  ".join(f"{job} {done[job]}/{totals[job]}" for job in totals)
-        return f"[{elapsed:6.1f}s] {parts}"
+        eta = run_eta_s(done, totals, elapsed)
+        return f"[{elapsed:6.1f}s] {parts}" + (f"  ETA {format_eta(eta)}" if eta is not None else "")
 
     def default_timeout(self) -> float:
         """Generous: 5x the ideal run time of the slowest job, plus a margin."""

@@ -16,10 +16,10 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
-from mn_harness.config import Experiment
+from mn_harness.config import Experiment, LinkConfig
 from mn_harness.network.commands import run_in
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.network.shaping import limit_offloads, shape_egress
+from mn_harness.network.shaping import limit_offloads, rate_change_commands, shape_egress
 
 if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imported
     from mn_harness.dataplane.base import Dataplane
@@ -71,6 +71,8 @@ class EmulatedNetwork:
         run_in(pid, ["ip", "addr", "flush", "dev", intf.name])
         run_in(pid, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}", "dev", intf.name])
         run_in(pid, ["ip", "link", "set", intf.name, "up"])
+        mn_intf = node.intf(intf.name)  # tell Mininet too, so its CLI's `h1 ping h3` works
+        mn_intf.ip, mn_intf.prefixLen = intf.ip, intf.prefix_len
         run_in(pid, ["ip", "route", "replace", "default", "via", intf.peer_ip, "dev", intf.name])
         if self.dataplane.host_neighbours_static():
             run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
@@ -83,6 +85,18 @@ class EmulatedNetwork:
         shape_egress(pid, intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s,
                      where=f"link {intf.link.name}")
 
+    def set_link_rate(self, link: LinkConfig, bw_bps: float) -> None:
+        """Both ends of `link` send at bw_bps from now on: a host's egress is shaped here, a
+        switch port's by the data plane."""
+        hosts = set(self.experiment.hosts)
+        for end in (link.a, link.b):
+            intf = next(i for i in self.plan.interfaces[end] if i.link is link)
+            if end in hosts:
+                for argv in rate_change_commands(intf.name, bw_bps):
+                    run_in(self.nodes[end].pid, argv)
+            else:
+                self.dataplane.set_egress_rate(self.nodes[end], intf, bw_bps)
+
     def node_pids(self) -> dict[str, int]:
         return {name: node.pid for name, node in self.nodes.items() if getattr(node, "pid", None)}
 
@@ -94,6 +108,13 @@ class EmulatedNetwork:
             self.dataplane.stop()
         finally:
             net, self.net = self.net, None
+            for node in self.nodes.values():
+                shell = getattr(node, "shell", None)
+                if shell is not None and shell.poll() is not None:
+                    # a shell that exited (`h1 exit` typed in the Mininet CLI) answers no command:
+                    # Mininet's interface deletion would wait for it forever; its namespace, and
+                    # the veth ends in it, are gone already
+                    node.cmd = lambda *args, **kwargs: ""
             try:
                 net.stop()
             finally:

@@ -53,6 +53,15 @@ def egress_commands(intf: str, bw_bps: float, queue_packets: int, delay_s: float
     return commands
 
 
+def rate_change_commands(intf: str, bw_bps: float) -> list[list[str]]:
+    """Change a shaped egress's rate in place (the HTB class egress_commands made; its queue and
+    the packets in it stay): a link's rate changed while jobs run."""
+    rate = f"{int(bw_bps)}bit"
+    burst = str(htb_burst_bytes(bw_bps))
+    return [["tc", "class", "change", "dev", intf, "parent", HTB_HANDLE, "classid", HTB_CLASS, "htb",
+             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+
+
 def offload_commands(intf: str, gso_max_segs: int) -> list[list[str]]:
     """Cap GSO super-packets at a few frames: per-frame packets cost too much CPU on small
     machines (an isolated 1 Gbit/s job reached ~70% of the link), while 64 KB super-packets

@@ -189,7 +189,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         lines += ["", "## Data problems", ""]
         lines += [f"- {n}" for n in metrics.notes]
     if plots:
-        lines += ["", "## Plots"]
+        lines += ["", "## Plots", "", "Each plot is also in `plots/` as PDF (same name)."]
         for name, path in plots.items():
             rel = path.relative_to(run.results_dir).as_posix()
             caption = PLOT_CAPTIONS.get(name, name)
@@ -212,17 +212,20 @@ def write_report(
     results_dir: Path | str,
     plots: bool = True,
     threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+    window: tuple[float, float] | None = None,
 ) -> Path:
-    """Compute metrics, store them in summary.json, write plots/*.png and report.md.
+    """Compute metrics, store them in summary.json, write plots/*.png (and .pdf) and report.md.
 
-    Returns the path of report.md. `plots=False` is the CLI's --no-plots."""
-    return report_run(results_dir, plots, threshold)[0]
+    Returns the path of report.md. `plots=False` is the CLI's --no-plots; `window` (seconds
+    since the experiment start) restricts the throughput timeline (--window)."""
+    return report_run(results_dir, plots, threshold, window)[0]
 
 
 def report_run(
     results_dir: Path | str,
     plots: bool = True,
     threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
+    window: tuple[float, float] | None = None,
 ) -> tuple[Path, RunMetrics]:
     """write_report, also returning the metrics so the CLI can print them without recomputing."""
     root = Path(results_dir)
@@ -233,7 +236,7 @@ def report_run(
     if plots:
         from mn_harness.report.plots import write_plots  # matplotlib only when plotting
 
-        written = write_plots(run, metrics, root / PLOTS_DIR)
+        written = write_plots(run, metrics, root / PLOTS_DIR, window)
     report = root / "report.md"
     report.write_text(render_report(run, metrics, written))
     return report, metrics

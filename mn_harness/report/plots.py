@@ -54,11 +54,38 @@ def job_colors(jobs: Sequence[str]) -> dict[str, str]:
     return {job: PALETTE[i % len(PALETTE)] for i, job in enumerate(jobs)}
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+def caption(run: RunData) -> str:
+    """The line under every plot of a run: which scenario, congestion controls, data plane."""
+    s = run.summary
+    ccs = sorted(set(s.cc.values()))
+    cc = ccs[0] if len(ccs) == 1 else ", ".join(f"{job}={c}" for job, c in s.cc.items())
+    dataplane = s.raw.get("dataplane") or "?"
+    label = s.raw.get("label")
+    return (f"scenario: {s.experiment}" + (f" ({label})" if label else "") + f" · CC: {cc or '?'}"
+            f" · data plane: {dataplane} · {run.results_dir.name}")
+
+
+def _save(fig, path: Path, caption: str | None = None) -> Path:
+    """PNG (for report.md) and PDF (for papers) of the figure, with its caption line."""
+    if caption:
+        fig.text(0.01, 0.005, caption, fontsize="small", ha="left", va="bottom", color="#333333")
+        fig.tight_layout(rect=(0, 0.045, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
+    fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
     return path
+
+
+def in_window(ts: Sequence[float], ys: Sequence[float], window: tuple[float, float] | None
+              ) -> tuple[list[float], list[float]]:
+    """The (t, y) points with window[0] <= t < window[1] (all without a window)."""
+    if window is None:
+        return list(ts), list(ys)
+    lo, hi = window
+    kept = [(t, y) for t, y in zip(ts, ys, strict=True) if lo <= t < hi]
+    return [t for t, _ in kept], [y for _, y in kept]
 
 
 def rate_unit(max_bps: float) -> tuple[str, float]:
@@ -132,10 +159,14 @@ def draw_phases(
     ax.grid(axis="x", alpha=0.3)
 
 
-def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path | None:
+def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str],
+                    window: tuple[float, float] | None = None) -> Path | None:
+    """Throughput timeline and phases; `window` (start, end) in seconds since the experiment
+    start zooms into part of the run."""
     order = run.job_order()
     link = run.summary.busiest_link() if run.summary.link_ranks else None
-    series = throughput_series(run, link)
+    series = {job: in_window(ts, rates, window) for job, (ts, rates) in throughput_series(run, link).items()}
+    series = {job: pts for job, pts in series.items() if pts[0]}
     iters = job_iterations(
         run.iterations,
         {j: len(i.workers) for j, i in run.summary.jobs.items() if i.workers},
@@ -152,7 +183,9 @@ def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str]) -> Path
     top.set_title(f"{run.summary.experiment}: per-job throughput {where}")
     draw_phases(bottom, iters, order, colors)
     bottom.set_title("communication phases", fontsize="small")
-    return _save(fig, path)
+    if window is not None:
+        bottom.set_xlim(*window)
+    return _save(fig, path, caption(run))
 
 
 def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
@@ -187,7 +220,7 @@ def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: 
     ax.set_title(f"{run.summary.experiment}: iteration time per iteration")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return _save(fig, path, caption(run))
 
 
 def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
@@ -209,10 +242,10 @@ def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Ma
     ax.set_title(f"{run.summary.experiment}: CDF of iteration times")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return _save(fig, path, caption(run))
 
 
-def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "") -> Path | None:
+def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "", caption: str | None = None) -> Path | None:
     """Queue depth (packets) over time, one line per switch:port."""
     if not rows:
         return None
@@ -229,18 +262,21 @@ def plot_queue(rows: Sequence[QueueRow], path: Path, title: str = "") -> Path | 
     ax.set_title(f"{title}: egress queue depth" if title else "egress queue depth")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return _save(fig, path, caption)
 
 
-def write_plots(run: RunData, metrics: RunMetrics, out_dir: Path) -> dict[str, Path]:
-    """Write every plot the data allows into out_dir; returns {plot name: path}."""
+def write_plots(run: RunData, metrics: RunMetrics, out_dir: Path,
+                window: tuple[float, float] | None = None) -> dict[str, Path]:
+    """Write every plot the data allows into out_dir (PNG, and PDF beside it); returns
+    {plot name: PNG path}. `window` restricts the throughput timeline."""
     out_dir.mkdir(parents=True, exist_ok=True)
     colors = job_colors(run.job_order())
     made: dict[str, Path | None] = {
-        "throughput": plot_throughput(run, out_dir / PLOT_FILES["throughput"], colors),
+        "throughput": plot_throughput(run, out_dir / PLOT_FILES["throughput"], colors, window),
         "iteration_times": plot_iteration_times(run, metrics, out_dir / PLOT_FILES["iteration_times"], colors),
         "iteration_cdf": plot_iteration_cdf(run, metrics, out_dir / PLOT_FILES["iteration_cdf"], colors),
-        "queue": plot_queue(run.queue or [], out_dir / PLOT_FILES["queue"], run.summary.experiment),
+        "queue": plot_queue(run.queue or [], out_dir / PLOT_FILES["queue"], run.summary.experiment,
+                            caption(run)),
     }
     return {name: p for name, p in made.items() if p is not None}
 

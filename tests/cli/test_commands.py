@@ -76,3 +76,42 @@ def test_validate_ecmp_shows_bmv2_paths_and_linux_candidates(tmp_path):
     assert bmv2.returncode == 0, bmv2.stderr
     assert "BMv2's hash sends them: jobA r0 h1-leaf1-" in bmv2.stdout and "may share" not in bmv2.stdout
     assert "CASSINI leaf" in bmv2.stdout
+
+
+def test_version_prints_the_package_version():
+    from mn_harness import __version__
+
+    out = cli("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"mn-harness {__version__}"
+
+
+def test_every_argument_has_help_and_every_command_an_example():
+    import argparse
+
+    from mn_harness.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) >= {"validate", "run", "report", "compare", "clean"}
+    for name, command in sub.choices.items():
+        assert "example" in (command.epilog or ""), name
+        for action in command._actions:
+            assert action.help and action.help.strip(), f"{name} {action.dest}"
+
+
+@pytest.mark.parametrize("args, where", [
+    (["run", "topologies/dumbbell-2jobs.yaml", "--pcap", "s1-s9"], "--pcap: no link 's1-s9'"),
+    (["run", "topologies/dumbbell-2jobs.yaml", "--window", "5s:2s"], "--window: the end must be after"),
+    (["report", "topologies", "--window", "2"], "--window: expected START:END"),
+    (["run", "topologies/dumbbell-2jobs.yaml", "--cli=before"], "argument --cli: invalid choice"),
+])
+def test_bad_new_options_are_one_line_exit_2(args, where):
+    out = cli(*args)
+    assert out.returncode == 2 and where in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_window_parses_durations():
+    from mn_harness.cli.commands import parse_window
+
+    assert parse_window("2s:5s") == (2.0, 5.0) and parse_window("500ms:1") == (0.5, 1.0)
+    assert parse_window(None) is None

@@ -1,0 +1,65 @@
+"""`Results`: one run's folder, and its tables as pandas DataFrames (mn_harness.results.load)."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from mn_harness.config import Experiment, load_experiment
+from mn_harness.results.frames import RunFrames, load
+from mn_harness.results.schema import SUMMARY_JSON
+
+
+class Results:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.path)!r}, status={self.status!r})"
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """summary.json as it is now (the report adds `metrics`)."""
+        return json.loads((self.path / SUMMARY_JSON).read_text())
+
+    @property
+    def status(self) -> str:
+        return str(self.summary.get("status", "unknown"))
+
+    @property
+    def experiment(self) -> Experiment:
+        """The run's resolved configuration (its config.yaml)."""
+        return load_experiment(self.path / "config.yaml")
+
+    @cached_property
+    def frames(self) -> RunFrames:
+        return load(self.path)
+
+    @property
+    def iterations(self):
+        """One row per job, rank and iteration (iterations.csv) with run, label, cc columns."""
+        return self.frames.iterations
+
+    @property
+    def throughput(self):
+        return self.frames.throughput
+
+    @property
+    def queue(self):
+        return self.frames.queue
+
+    @property
+    def metrics(self):
+        """One row per job: iteration statistics, slowdown, overlap, convergence."""
+        return self.frames.metrics
+
+    def report(self, plots: bool = True, window: tuple[float, float] | None = None) -> Path:
+        """Metrics into summary.json, plots (PNG + PDF), report.md; returns report.md's path."""
+        from mn_harness.ownership import hand_over
+        from mn_harness.report.markdown import write_report
+
+        report = write_report(self.path, plots=plots, window=window)
+        hand_over(self.path)
+        return report

@@ -1,0 +1,160 @@
+"""The resolved experiment as an experiment file: the inverse of `Experiment.from_dict`.
+
+A results folder's `config.yaml` must be a file `mn-harness run` accepts and that reproduces the
+run's resolved configuration: `Experiment.from_dict(experiment_to_raw(e)) == e` for every valid
+experiment (tests/config/test_dump.py checks it on every shipped topology and on variants).
+So every value is written in a form the loader reads back exactly: a unit string when it
+round-trips (`1Gbit`, `300ms`, `25MB`), else the bare number in SI base units (bit/s, bytes,
+seconds), which the loader reads as the same float. `link_defaults` and `model_params` are
+resolved away (each link has its own bw/queue/delay; sizes are bytes).
+
+Every dumper names the dataclass fields it writes and `_covers` checks that these are all of
+them: a field added to a config dataclass without a line here fails loudly (in the round-trip
+tests and at the first run), instead of being silently dropped from config.yaml."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from mn_harness.cc.spec import CCSpec
+from mn_harness.config.experiment import Experiment
+from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
+from mn_harness.units import (
+    format_bandwidth,
+    format_duration,
+    format_size,
+    parse_bandwidth,
+    parse_duration,
+    parse_size,
+)
+
+
+def _covers(obj: Any, written: set[str]) -> None:
+    missing = {f.name for f in dataclasses.fields(obj)} - written
+    if missing:
+        raise AssertionError(f"mn_harness.config.dump does not write {type(obj).__name__}."
+                             f"{', '.join(sorted(missing))}: add it there (config.yaml must round-trip)")
+
+
+def _exact(value: float, fmt: Callable[[float], str], parse: Callable[[object, str], float]) -> Any:
+    """`fmt(value)` when the loader reads it back as exactly `value`, else the bare number."""
+    text = fmt(value)
+    try:
+        if parse(text, "dump") == value:
+            return text
+    except ValueError:
+        pass
+    return int(value) if float(value).is_integer() else value
+
+
+def bandwidth(bps: float) -> Any:
+    return _exact(bps, format_bandwidth, parse_bandwidth)
+
+
+def duration(seconds: float) -> Any:
+    if seconds == 0:
+        return 0
+    return _exact(seconds, format_duration, parse_duration)
+
+
+def size(nbytes: int) -> Any:
+    return _exact(nbytes, format_size, parse_size)
+
+
+def cc_to_raw(cc: CCSpec) -> Any:
+    """A name, or {name, slope, intercept, idle_gap} with only the parameters that were set (an
+    idle gap derived from the job is left out: the loader derives the same one again, and it
+    follows the compute time if the file is edited)."""
+    _covers(cc, {"name", "slope", "intercept", "idle_gap_s", "idle_gap_derived"})
+    params = {k: v for k, v in (("slope", cc.slope), ("intercept", cc.intercept)) if v is not None}
+    if cc.idle_gap_s is not None and not cc.idle_gap_derived:
+        params["idle_gap"] = duration(cc.idle_gap_s)
+    return {"name": cc.name, **params} if params else cc.name
+
+
+def switch_to_raw(switch: SwitchConfig) -> Any:
+    _covers(switch, {"name", "program", "ecn_threshold"})
+    extra = {k: v for k, v in (("program", switch.program), ("ecn_threshold", switch.ecn_threshold))
+             if v is not None}
+    return {"name": switch.name, **extra} if extra else switch.name
+
+
+def link_to_raw(link: LinkConfig) -> dict:
+    _covers(link, {"a", "b", "bw_bps", "queue_packets", "delay_s"})
+    raw: dict[str, Any] = {"endpoints": [link.a, link.b], "bw": bandwidth(link.bw_bps),
+                           "queue": link.queue_packets}
+    if link.delay_s:
+        raw["delay"] = duration(link.delay_s)
+    return raw
+
+
+def inc_to_raw(inc: IncConfig) -> dict:
+    _covers(inc, {"slots", "scale"})
+    return {"slots": inc.slots, "scale": inc.scale}
+
+
+def job_to_raw(job: JobConfig) -> dict:
+    _covers(job, {"name", "workers", "bytes_per_iteration", "compute_s", "iterations", "collective",
+                  "start_offset_s", "cc", "inc"})
+    raw: dict[str, Any] = {
+        "name": job.name,
+        "workers": list(job.workers),
+        "collective": job.collective,
+        "bytes_per_iteration": size(job.bytes_per_iteration),
+        "compute": duration(job.compute_s),
+        "iterations": job.iterations,
+        "start_offset": duration(job.start_offset_s),
+        "cc": cc_to_raw(job.cc),
+    }
+    if job.inc is not None:
+        raw["inc"] = inc_to_raw(job.inc)
+    return raw
+
+
+def run_to_raw(run: RunConfig) -> dict:
+    _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
+                  "isolated", "timeout_s", "gso_max_segs", "warmup"})
+    raw: dict[str, Any] = {
+        "dataplane": run.dataplane,
+        "seed": run.seed,
+        "output_dir": run.output_dir,
+        "slow_start_after_idle": run.slow_start_after_idle,
+        "throughput_bin": duration(run.throughput_bin_s),
+        "isolated": run.isolated,
+        "gso_max_segs": run.gso_max_segs,
+        "warmup": run.warmup,
+    }
+    if run.timeout_s is not None:
+        raw["timeout"] = duration(run.timeout_s)
+    return raw
+
+
+def experiment_to_raw(experiment: Experiment) -> dict:
+    """The experiment as the mapping an experiment file holds (plain lists, dicts, str, numbers)."""
+    _covers(experiment, {"name", "hosts", "switches", "links", "jobs", "run", "description", "routing"})
+    raw: dict[str, Any] = {"experiment": experiment.name}
+    if experiment.description:
+        raw["description"] = experiment.description
+    raw.update({
+        "hosts": list(experiment.hosts),
+        "switches": [switch_to_raw(s) for s in experiment.switches],
+        "links": [link_to_raw(link) for link in experiment.links],
+        "routing": experiment.routing,
+        "jobs": [job_to_raw(job) for job in experiment.jobs],
+        "run": run_to_raw(experiment.run),
+    })
+    return raw
+
+
+HEADER = ("# The resolved experiment of this run (mn-harness writes it): a valid experiment file;\n"
+          "# `mn-harness run config.yaml` runs the same configuration again.\n")
+
+
+def experiment_to_yaml(experiment: Experiment) -> str:
+    """config.yaml's text: a comment line, then the experiment in the file format."""
+    return HEADER + yaml.safe_dump(experiment_to_raw(experiment), sort_keys=False,
+                                   default_flow_style=None, width=100)
