@@ -55,6 +55,8 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "2jobs-sync": ("dumbbell-2jobs.yaml", [("jobs[1].start_offset", "0ms")]),
     "3jobs": ("compatible-3jobs.yaml", []),
     "4jobs": ("compatible-4jobs.yaml", []),
+    "stragglers": ("stragglers-3jobs.yaml", []),
+    "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
     "periods": ("partial-periods.yaml", []),
     "circular": ("circular-3leaf.yaml", []),

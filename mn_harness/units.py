@@ -168,3 +168,17 @@ def format_duration(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:g}ms"
     return f"{seconds * 1e6:g}us"
+
+
+def parse_fraction(value: object, path: str, *, max_value: float = 1.0) -> float:
+    """A share: `10%` or `0.1`; between 0 and `max_value` (inclusive)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        number, unit = _split(value.strip()[:-1], path, "a fraction", "10%")
+        number /= 100
+    else:
+        number, unit = _split(value, path, "a fraction", "10%")
+    if unit:
+        raise ConfigError(path, f"expected a fraction like '10%' or 0.1, got {value!r}")
+    if not 0 <= number <= max_value:
+        raise ConfigError(path, f"expected a fraction between 0 and {max_value:g}, got {value!r}")
+    return number

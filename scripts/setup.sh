@@ -60,7 +60,8 @@ if [ ! -f "$stamp" ]; then
     rm -rf .venv
     /usr/bin/python3 -m venv --system-site-packages .venv
   fi
-  # setuptools >= 77 reads the SPDX license string; tests build the wheel without isolation
+  # setuptools >= 77 reads the SPDX license string; tests build the wheel without isolation, so
+  # the venv needs it itself (Ubuntu 22.04's python3-setuptools is 59)
   .venv/bin/pip install -q --upgrade pip 'setuptools>=77' >/dev/null
   # test: the test tools; analysis: pandas for mn_harness.results.load() (its tests run here)
   .venv/bin/pip install -q -e '.[test,analysis]'

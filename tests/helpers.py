@@ -69,3 +69,23 @@ def write_folder(root, compute=0.6, comm=0.4, n_iter=4, offset_b=0.0, queue=True
     }
     (root / "summary.json").write_text(json.dumps(summary))
     return root
+
+
+def run_schedule(schedule, state):
+    """Play a collective's schedule on block contents: `state[rank][chunk]` is the set of ranks
+    whose contribution the block holds. Step by step, every send carries the sender's block as it
+    was before the step; the receiver adds it (reduce) or stores it. Returns the final state and
+    asserts that nobody sends a block it does not have."""
+    state = [{c: set(v) for c, v in blocks.items()} for blocks in state]
+    for step in range(schedule.steps):
+        moves = []
+        for t in schedule.at_step(step):
+            held = state[t.src].get(t.chunk)
+            assert held, f"step {step}: rank {t.src} sends block {t.chunk} it does not hold ({t})"
+            moves.append((t, set(held)))
+        for t, held in moves:
+            if t.reduce:
+                state[t.dst][t.chunk] = state[t.dst].get(t.chunk, set()) | held
+            else:
+                state[t.dst][t.chunk] = held
+    return state

@@ -107,3 +107,19 @@ def test_no_import_circle():
     for mod in sorted(graph):
         if mod not in state:
             dfs(mod)
+
+
+def test_the_worker_and_the_collectives_need_only_the_standard_library():
+    """The worker runs inside each emulated host with nothing but Python: its modules, the
+    collectives' arithmetic it executes and the P4 limits inc.py reads import no third-party
+    package and nothing of the harness beyond them."""
+    code = ("import sys; before = set(sys.modules); "
+            "import mn_harness.worker.main, mn_harness.worker.inc, mn_harness.collectives; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")  # site hooks load before us
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = out.stdout.split()
+    ours = {m for m in loaded if m.startswith("mn_harness")}
+    allowed = ("mn_harness.worker", "mn_harness.collectives", "mn_harness.p4.limits")
+    assert all(m == "mn_harness" or m == "mn_harness.p4" or m.startswith(allowed) for m in ours), ours
+    third_party = {m.split(".")[0] for m in loaded} - set(sys.stdlib_module_names) - {"mn_harness"}
+    assert not third_party, third_party

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mn_harness.collectives import ring
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.runner import run_experiment
 from mn_harness.state import STATE_DIR
-from mn_harness.worker import ring
 from tests.helpers import small_demo
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

@@ -110,9 +110,11 @@ def test_pcap_captures_the_jobs_flows_in_a_file_scapy_reads(tmp_path):
     assert proc.returncode == 0, proc.stderr
     folder = next(p for p in tmp_path.iterdir() if p.is_dir())
     packets = rdpcap(str(folder / "pcap" / "s1-s2.pcap"))
-    flows = {(p[IP].src, p[IP].dst, p[TCP].dport) for p in packets if IP in p and TCP in p}
+    flows = {(p[IP].src, p[IP].dst, port) for p in packets if IP in p and TCP in p
+             for port in (p[TCP].sport, p[TCP].dport)}
     specs = [json.loads(p.read_text()) for p in sorted((folder / "raw").glob("*.spec.json"))]
-    for spec in specs:  # every ring hop crosses s1-s2: rank r -> r+1 on the job's port
+    for spec in specs:  # every ring hop crosses s1-s2: rank r -> r+1 on the job's connection
+        # (one full-duplex connection per pair, on the job's port at whichever end listens)
         src, dst = spec["ips"][spec["rank"]], spec["ips"][(spec["rank"] + 1) % len(spec["ips"])]
         assert (src, dst, spec["port"]) in flows, (spec["job"], spec["rank"], sorted(flows)[:5])
     assert all(len(bytes(p)) <= 128 for p in packets)  # headers only

@@ -82,6 +82,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for label, jobs in plan.link_jobs().items():
         if len(jobs) > 1:
             print(f"  shared link {label}: {maybe}{', '.join(jobs)}")
+    from mn_harness.jobs.ideal import describe_job
+
+    for job in experiment.jobs:
+        print(f"  job {describe_job(job, plan)}")
     if plan.resolved:
         from mn_harness.jobs.cassini import predict
 
@@ -111,7 +115,7 @@ def routed_plan(plan):
         from mn_harness.dataplane.bmv2 import bmv2_paths
 
         plan = bmv2_paths(plan)
-        paths = "; ".join(f"{f.job} r{f.rank} " + "-".join(plan.flow_nodes()[f.job][f.rank]) for f in plan.flows)
+        paths = "; ".join(f"{f.job} r{f.rank} " + "-".join(plan.flow_nodes(f)) for f in plan.flows)
         return plan, f"{head}; BMv2's hash sends them: {paths}"
     return plan, (f"{head}; the Linux routers' hash picks each path when the network is up "
                   "(summary.json: flow_paths); the CASSINI prediction is made on those paths")

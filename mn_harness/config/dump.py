@@ -23,6 +23,7 @@ import yaml
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.experiment import Experiment
 from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
+from mn_harness.config.workload import ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
 from mn_harness.units import (
     format_bandwidth,
     format_duration,
@@ -97,19 +98,69 @@ def inc_to_raw(inc: IncConfig) -> dict:
     return {"slots": inc.slots, "scale": inc.scale}
 
 
+def compute_to_raw(spec: ComputeSpec) -> Any:
+    _covers(spec, {"mean_s", "jitter", "distribution"})
+    if spec.jitter == 0 and spec.distribution == "normal":
+        return duration(spec.mean_s)
+    return {"mean": duration(spec.mean_s), "jitter": spec.jitter, "distribution": spec.distribution}
+
+
+def phase_to_raw(phase: Phase) -> dict:
+    """A resolved phase: explicit participants (a parameter server's servers are the job's),
+    the scaled bytes; a trace's waits and non-blocking collectives as their keys."""
+    if isinstance(phase, ComputePhase):
+        _covers(phase, {"name", "compute", "waits", "kind"})
+        raw: dict[str, Any] = {"compute": compute_to_raw(phase.compute), "name": phase.name}
+        if phase.waits is not None:
+            raw["waits"] = list(phase.waits)
+        return raw
+    _covers(phase, {"name", "collective", "bytes", "participants", "servers", "overlap", "blocking",
+                    "micro_batches", "forward_s", "backward_s", "grad_bytes", "kind"})
+    workers = phase.participants[:len(phase.participants) - phase.servers]
+    raw = {"collective": phase.collective, "bytes": size(phase.bytes), "name": phase.name,
+           "participants": list(workers)}
+    if phase.overlap is not None:
+        _covers(phase.overlap, {"bucket_bytes", "first_bucket_bytes", "backward"})
+        raw["overlap"] = {"bucket": size(phase.overlap.bucket_bytes),
+                          "first_bucket": size(phase.overlap.first_bucket_bytes), "backward": phase.overlap.backward}
+    if not phase.blocking:
+        raw["blocking"] = False
+    if phase.collective == "pipeline":
+        raw.update(micro_batches=phase.micro_batches, forward=duration(phase.forward_s),
+                   backward=duration(phase.backward_s), grad_bytes=phase.grad_bytes)
+    return raw
+
+
+def straggler_to_raw(s: StragglerConfig) -> dict:
+    _covers(s, {"ranks", "delay_s", "probability", "slowdown"})
+    raw: dict[str, Any] = {"ranks": list(s.ranks)}
+    if s.delay_s or s.slowdown == 1.0:
+        raw.update(delay=duration(s.delay_s), probability=s.probability)
+    if s.slowdown != 1.0:
+        raw["slowdown"] = s.slowdown
+    return raw
+
+
 def job_to_raw(job: JobConfig) -> dict:
+    """The short form when the job is one (compute, then its collective, no jitter or overlap),
+    else the resolved phase list. A preset, a scale rule or a trace are resolved away (they are
+    in summary.json: `model`, `scaled`, `trace`)."""
     _covers(job, {"name", "workers", "bytes_per_iteration", "compute_s", "iterations", "collective",
-                  "start_offset_s", "cc", "inc"})
-    raw: dict[str, Any] = {
-        "name": job.name,
-        "workers": list(job.workers),
-        "collective": job.collective,
-        "bytes_per_iteration": size(job.bytes_per_iteration),
-        "compute": duration(job.compute_s),
-        "iterations": job.iterations,
-        "start_offset": duration(job.start_offset_s),
-        "cc": cc_to_raw(job.cc),
-    }
+                  "start_offset_s", "cc", "inc", "phases", "servers", "stragglers", "model", "scale", "scaled",
+                  "trace"})
+    raw: dict[str, Any] = {"name": job.name, "workers": list(job.workers)}
+    if job.servers:
+        raw["servers"] = list(job.servers)
+    servers = job.servers if job.collective == "parameter_server" else ()
+    if job.phases == two_phase(job.workers, servers, ComputeSpec(job.compute_s), job.collective,
+                               job.bytes_per_iteration):
+        raw.update(collective=job.collective, bytes_per_iteration=size(job.bytes_per_iteration),
+                   compute=duration(job.compute_s))
+    else:
+        raw["phases"] = [phase_to_raw(p) for p in job.phases]
+    raw.update(iterations=job.iterations, start_offset=duration(job.start_offset_s), cc=cc_to_raw(job.cc))
+    if job.stragglers:
+        raw["stragglers"] = [straggler_to_raw(s) for s in job.stragglers]
     if job.inc is not None:
         raw["inc"] = inc_to_raw(job.inc)
     return raw

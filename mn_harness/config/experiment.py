@@ -94,7 +94,8 @@ class Experiment:
         return changed
 
     @classmethod
-    def from_dict(cls, raw: Any, default_name: str = "experiment") -> Experiment:
+    def from_dict(cls, raw: Any, default_name: str = "experiment", base_dir: Path | None = None) -> Experiment:
+        """`base_dir`: where relative paths in the file (a job's `trace`) are read from."""
         check_keys(raw, "", TOP_KEYS, {"hosts", "links", "jobs"})
         name = raw.get("experiment", default_name)
         if not isinstance(name, str) or not EXPERIMENT_RE.fullmatch(name):
@@ -152,22 +153,22 @@ class Experiment:
         jobs = []
         job_names: dict[str, str] = {}
         for i, j_raw in enumerate(_list(raw["jobs"], "jobs")):
-            job = JobConfig.from_dict(j_raw, f"jobs[{i}]")
+            job = JobConfig.from_dict(j_raw, f"jobs[{i}]", base_dir)
             if job.name in job_names:
                 raise ConfigError(f"jobs[{i}].name", f"duplicate job name {job.name!r} (also {job_names[job.name]})")
             job_names[job.name] = f"jobs[{i}]"
-            for k, w in enumerate(job.workers):
+            for k, w in enumerate(job.hosts):
                 if w not in host_set:
                     what = "a switch, not a host" if w in seen else "unknown host"
-                    raise ConfigError(f"jobs[{i}].workers[{k}]", f"{what} {w!r}")
+                    raise ConfigError(_host_path(i, job, k), f"{what} {w!r}")
             jobs.append(job)
         if not jobs:
             raise ConfigError("jobs", "at least one job is needed")
         for i, job in enumerate(jobs):
-            for k, w in enumerate(job.workers):
+            for k, w in enumerate(job.hosts):
                 for other in jobs[:i]:
-                    if w in other.workers:
-                        raise ConfigError(f"jobs[{i}].workers[{k}]", f"host {w!r} already runs job {other.name!r}")
+                    if w in other.hosts:
+                        raise ConfigError(_host_path(i, job, k), f"host {w!r} already runs job {other.name!r}")
 
         routing = raw.get("routing", "shortest")
         if routing not in ROUTINGS:
@@ -186,6 +187,11 @@ class Experiment:
         experiment._check_interface_names()
         experiment._check_inc_jobs()
         experiment.check_dataplane_limits(experiment.run.dataplane)
+        if any(job.scale for job in experiment.jobs):
+            # the scale rule needs the jobs' bottlenecks, a fact of the network plan
+            from mn_harness.jobs.scaling import apply_scaling
+
+            experiment = apply_scaling(experiment)
         return experiment
 
     def _check_interface_names(self) -> None:
@@ -265,9 +271,15 @@ class Experiment:
         return dataclasses.asdict(self)
 
 
+def _host_path(i: int, job: JobConfig, k: int) -> str:
+    """YAML path of the job's k-th host (workers first, then servers)."""
+    return f"jobs[{i}].workers[{k}]" if k < job.n else f"jobs[{i}].servers[{k - job.n}]"
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment file (the one reader: mn_harness.config.loader)."""
-    return Experiment.from_dict(read_experiment_file(path), default_name=default_name(path))
+    return Experiment.from_dict(read_experiment_file(path), default_name=default_name(path),
+                                base_dir=Path(path).parent)
 
 
 def load_experiment_dict(raw: Mapping, name: str = "experiment") -> Experiment:

@@ -10,23 +10,31 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
+from mn_harness.config.forms import KEYS as FORM_KEYS
+from mn_harness.config.forms import parse_iteration
+from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
+from mn_harness.config.workload import (
+    CommPhase,
+    ComputePhase,
+    ComputeSpec,
+    Phase,
+    StragglerConfig,
+    two_phase,
+)
 from mn_harness.errors import ConfigError
 from mn_harness.p4 import find_program, shipped_programs
 from mn_harness.p4.limits import INC_MAX_SLOTS, NO_MARKING, QDEPTH_BITS
-from mn_harness.units import (
-    parse_bandwidth,
-    parse_count,
-    parse_duration,
-    parse_size,
-)
+from mn_harness.units import parse_bandwidth, parse_duration
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
 EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-COLLECTIVES = ("ring_allreduce", "inc_allreduce")
+COLLECTIVES = collectives.NAMES
 DATAPLANES = ("auto", "linux", "bmv2")
 ROUTINGS = ("shortest", "ecmp")  # network.plan: one shortest path per host pair, or per-flow ECMP
 DEFAULT_WARMUP = 2  # iterations, as nccl-tests' -w: connection ramp-up and first-iteration effects
@@ -148,6 +156,11 @@ class IncConfig:
 
 @dataclass(frozen=True)
 class JobConfig:
+    """One training job. `phases` is what every iteration does (config.workload); the short
+    form's fields stay for what reads them: `bytes_per_iteration` = the bytes of all its
+    communication phases, `compute_s` = the mean compute of all its compute phases, `collective`
+    = the short form's collective (with `phases`: the first communication phase's)."""
+
     name: str
     workers: tuple[str, ...]
     bytes_per_iteration: int
@@ -157,65 +170,109 @@ class JobConfig:
     start_offset_s: float = 0.0
     cc: CCSpec = field(default_factory=lambda: CCSpec("cubic"))
     inc: IncConfig | None = None  # set for collective inc_allreduce
+    phases: tuple[Phase, ...] = ()  # () = the short form's [compute, collective]
+    servers: tuple[str, ...] = ()  # parameter-server hosts: ranks after the workers
+    stragglers: tuple[StragglerConfig, ...] = ()
+    # Where the phases came from (the preset, the scale rule and what it did, the trace file):
+    # recorded, but not part of what the job is — two jobs with the same phases are equal, so
+    # config.yaml, which holds the resolved phases, loads back to the same job.
+    model: Preset | None = field(default=None, compare=False)
+    scale: ScaleConfig | None = field(default=None, compare=False)
+    scaled: ScaledWorkload | None = field(default=None, compare=False)  # jobs/scaling.py
+    trace: str | None = field(default=None, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        if not self.phases:
+            servers = self.servers if self.collective == "parameter_server" else ()
+            object.__setattr__(self, "phases", two_phase(
+                self.workers, servers, ComputeSpec(self.compute_s), self.collective, self.bytes_per_iteration))
         # the MLTCP idle gap fits the job unless the YAML sets one (cc.spec.CCSpec.for_compute);
         # also on dataclasses.replace, so `--cc mltcp-reno` gets each job's own gap
         object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_compute_s))
 
     @property
     def n(self) -> int:
+        """Workers (the ranks that compute)."""
         return len(self.workers)
 
     @property
     def shortest_compute_s(self) -> float:
-        """The shortest compute phase of an iteration: the longest idle time that is sure to
-        separate two iterations on the job's sockets."""
-        return self.compute_s
+        """The shortest compute phase of an iteration (mean): the longest idle time that is sure
+        to separate two iterations on the job's sockets (phase lists: any compute phase may be
+        the one between two iterations)."""
+        return min((p.compute.mean_s for p in self.compute_phases), default=self.compute_s)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Every rank's host in rank order: the workers, then the servers."""
+        return self.workers + self.servers
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.hosts)
+
+    def rank_of(self, host: str) -> int:
+        return self.hosts.index(host)
+
+    @property
+    def comm_phases(self) -> tuple[CommPhase, ...]:
+        return tuple(p for p in self.phases if isinstance(p, CommPhase))
+
+    @property
+    def compute_phases(self) -> tuple[ComputePhase, ...]:
+        return tuple(p for p in self.phases if isinstance(p, ComputePhase))
 
     @classmethod
-    def from_dict(cls, raw: Any, path: str) -> JobConfig:
-        allowed = {"name", "workers", "collective", "bytes_per_iteration", "model_params",
-                   "compute", "iterations", "start_offset", "cc", "inc"}
-        check_keys(raw, path, allowed, {"name", "workers", "compute", "iterations"})
+    def from_dict(cls, raw: Any, path: str, base_dir: Path | None = None) -> JobConfig:
+        allowed = {"name", "workers", "servers", "iterations", "start_offset", "cc", "inc",
+                   "stragglers"} | FORM_KEYS
+        check_keys(raw, path, allowed, {"name", "workers", "iterations"})
         name = check_name(raw["name"], f"{path}.name")
-        workers = tuple(
-            check_name(w, f"{path}.workers[{i}]")
-            for i, w in enumerate(_list(raw["workers"], f"{path}.workers"))
-        )
+        workers = _hosts(raw["workers"], f"{path}.workers")
         if len(workers) < 2:
             raise ConfigError(f"{path}.workers", f"a job needs at least 2 workers, got {len(workers)}")
-        for i, worker in enumerate(workers):
-            if worker in workers[:i]:
-                raise ConfigError(f"{path}.workers[{i}]", f"host {worker!r} appears twice")
-        collective = raw.get("collective", "ring_allreduce")
-        if collective not in COLLECTIVES:
-            raise ConfigError(
-                f"{path}.collective", f"unknown collective {collective!r} (known: {', '.join(COLLECTIVES)})"
-            )
-        if ("bytes_per_iteration" in raw) == ("model_params" in raw):
-            raise ConfigError(f"{path}.bytes_per_iteration", "give exactly one of bytes_per_iteration or model_params")
-        if "bytes_per_iteration" in raw:
-            size = parse_size(raw["bytes_per_iteration"], f"{path}.bytes_per_iteration")
-        else:
-            size = 4 * parse_count(raw["model_params"], f"{path}.model_params")  # fp32 gradients
+        servers = _hosts(raw.get("servers", []), f"{path}.servers")
+        for i, server in enumerate(servers):
+            if server in workers:
+                raise ConfigError(f"{path}.servers[{i}]", f"host {server!r} is already a worker")
+        iteration = parse_iteration(raw, path, workers, servers, base_dir)
+        comm = [p for p in iteration.phases if isinstance(p, CommPhase)]
+        collective = comm[0].collective
         inc = None
         if collective == "inc_allreduce":
             inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")
         elif "inc" in raw:
             raise ConfigError(f"{path}.inc", "only for collective: inc_allreduce")
+        stragglers = raw.get("stragglers", [])
+        if not isinstance(stragglers, list):
+            raise ConfigError(f"{path}.stragglers", f"expected a list, got {type(stragglers).__name__}")
         cc = CCSpec.from_dict(raw.get("cc", "cubic"), f"{path}.cc")
         return cls(
             name=name,
             workers=workers,
-            bytes_per_iteration=size,
-            compute_s=parse_duration(raw["compute"], f"{path}.compute"),
+            bytes_per_iteration=sum(p.bytes for p in comm),
+            compute_s=sum(p.compute.mean_s for p in iteration.phases if isinstance(p, ComputePhase)),
             iterations=_positive_int(raw["iterations"], f"{path}.iterations"),
             collective=collective,
             start_offset_s=parse_duration(raw.get("start_offset", 0), f"{path}.start_offset"),
             cc=cc,
             inc=inc,
+            phases=iteration.phases,
+            servers=servers,
+            stragglers=tuple(StragglerConfig.from_yaml(s, f"{path}.stragglers[{i}]", len(workers))
+                             for i, s in enumerate(stragglers)),
+            model=iteration.model,
+            scale=iteration.scale,
+            trace=iteration.trace,
         )
+
+
+def _hosts(raw: Any, path: str) -> tuple[str, ...]:
+    hosts = tuple(check_name(w, f"{path}[{i}]") for i, w in enumerate(_list(raw, path)))
+    for i, host in enumerate(hosts):
+        if host in hosts[:i]:
+            raise ConfigError(f"{path}[{i}]", f"host {host!r} appears twice")
+    return hosts
 
 
 @dataclass(frozen=True)

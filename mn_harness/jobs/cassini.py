@@ -5,7 +5,10 @@ puts it next to the measured slowdowns.
 The model (../shared/REFERENCE.md, "CASSINI"):
 
 * Job j repeats with period T_j = its ideal iteration time (jobs.ideal) and communicates for
-  c_j = bytes sent per worker / its bottleneck rate r_j, after its compute phase. On a directed
+  c_j = T_j − its compute per iteration (the ideal collectives' time; the short form: bytes sent
+  per worker / its bottleneck rate r_j), after its compute. A job with several phases is taken
+  as one compute then one communication block per iteration, and time a collective overlaps
+  compute (DDP buckets) is left out of c_j: an approximation for those. On a directed
   link l it then demands k_jl · r_j (k_jl = its flows crossing l: network.plan.link_ranks).
 * Unified circle: perimeter P = LCM of the periods, on a grid of `quantum_s` (the smallest of
   QUANTA_S that keeps P within MAX_TICKS ticks; periods are rounded to it). Rotating job j by
@@ -120,7 +123,10 @@ def job_demands(experiment: Experiment, plan: NetworkPlan) -> dict[str, JobDeman
     out = {}
     for job in experiment.jobs:
         period, rate = ideal_iteration_s(job, plan)
-        out[job.name] = JobDemand(period, job.compute_s, bytes_sent_per_worker(job) * 8 / rate, rate)
+        comm = period - job.compute_s
+        if comm <= 0:  # everything overlaps compute: the busiest rank's bytes at the bottleneck
+            comm = min(period, bytes_sent_per_worker(job) * 8 / rate)
+        out[job.name] = JobDemand(period, period - comm, comm, rate)
     return out
 
 

@@ -2,19 +2,31 @@
 network plan. Pure data, no processes: the launcher saves each spec as JSON next to the worker's
 output and starts `python -m mn_harness.worker SPEC.json` in the worker's host.
 
-Ports: job j's ring listens on TCP port BASE_PORT + its job id and connects from SOURCE_PORT_BASE +
+Every rank gets the job's program (jobs/program.py: the phases as operations, DDP buckets
+included) and its own compute durations per iteration (jobs/delays.py, seeded from run.seed).
+
+Ports: job j's ranks listen on TCP port BASE_PORT + its job id and connect from SOURCE_PORT_BASE +
 its job id (network.flows: the plan knows every flow's 5-tuple, which ECMP hashes); job ids are
 Experiment.job_ids(), the numbering the P4 entries use too; an inc_allreduce worker's job id on
 the aggregation switch is the same id."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
+from mn_harness.collectives import INC
 from mn_harness.config import Experiment
+from mn_harness.jobs.delays import compute_plan
+from mn_harness.jobs.program import job_program
 from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
+
+# JSON object of mn_harness.worker.transport.Tunables overrides for every worker of a run, for
+# benchmarks that tune the transport (recorded in each raw/*.spec.json); unset: the defaults.
+TRANSPORT_ENV = "MN_HARNESS_TRANSPORT"
 
 
 def worker_stem(raw_dir: Path, job: str, rank: int) -> Path:
@@ -27,10 +39,13 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
     """(host, spec) for every worker of every job, in job then rank order."""
     out = []
     job_ids = experiment.job_ids()
+    transport = json.loads(os.environ.get(TRANSPORT_ENV) or "{}")
     for job in experiment.jobs:
         job_id = job_ids[job.name]
-        ips = tuple(plan.host_ip[w] for w in job.workers)
-        for rank, host in enumerate(job.workers):
+        ips = tuple(plan.host_ip[w] for w in job.hosts)
+        program = [] if job.collective == INC else job_program(job)
+        means = [p.compute.mean_s for p in job.compute_phases]
+        for rank, host in enumerate(job.hosts):
             stem = worker_stem(raw_dir, job.name, rank)
             out.append((host, WorkerSpec(
                 job=job.name, rank=rank, ips=ips, port=listen_port(job_id),
@@ -41,6 +56,8 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
                 iterations_path=str(stem) + ".iterations.jsonl",
                 throughput_path=str(stem) + ".throughput.jsonl",
                 bin_s=experiment.run.throughput_bin_s,
+                program=program, compute_plan=compute_plan(job, rank, experiment.run.seed),
+                compute_means=means, computes=rank < job.n, transport=transport,
                 **_inc_fields(job, job_id, plan.gateway(host).peer_ip, experiment.run.seed),
             )))
     return out

@@ -29,8 +29,10 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mn_harness.config import Experiment, LinkConfig
-from mn_harness.network.flows import Flow, job_flows, ring_hops
+from mn_harness.collectives import Schedule
+from mn_harness.config import Experiment, JobConfig, LinkConfig
+from mn_harness.config.workload import CommPhase
+from mn_harness.network.flows import Flow, job_flows, job_pairs, ring_hops
 
 
 @dataclass(frozen=True)
@@ -253,13 +255,21 @@ class NetworkPlan:
         """The flow's path (resolved) or every candidate path (unresolved ECMP)."""
         return [self._hops(nodes) for nodes in self._flow_paths[flow]]
 
-    def flow_nodes(self) -> dict[str, dict[int, list[str]]]:
-        """job -> rank -> the nodes its data crosses (the first candidate when unresolved): what
-        summary.json records as `flow_paths`."""
-        out: dict[str, dict[int, list[str]]] = {}
+    def flow_nodes(self, flow: Flow) -> list[str]:
+        """The nodes the flow's data crosses (the first candidate when unresolved): what
+        summary.json records as its `flow_paths` entry's path."""
+        return list(self._flow_paths[flow][0])
+
+    def pair_path(self, src: str, dst: str, job: str | None = None) -> list[Hop]:
+        """The hops job `job`'s data from host src to host dst crosses: its flow's path (the
+        first candidate when unresolved); without a job or flow, `path`."""
         for flow in self.flows:
-            out.setdefault(flow.job, {})[flow.rank] = list(self._flow_paths[flow][0])
-        return out
+            if flow.job == job and flow.src == src and flow.dst == dst:
+                return self.flow_paths(flow)[0]
+        return self.path(src, dst)
+
+    def path_rate_bps(self, src: str, dst: str, job: str | None = None) -> float:
+        return min(h.link.bw_bps for h in self.pair_path(src, dst, job))
 
     def job_flows(self, job: str) -> list[Flow]:
         return [f for f in self.flows if f.job == job]
@@ -267,15 +277,26 @@ class NetworkPlan:
     def ring_hops(self, workers: tuple[str, ...]) -> list[tuple[str, str]]:
         return ring_hops(workers)
 
-    def job_bottleneck_bps(self, job: str) -> float:
-        """Slowest link any flow of the job crosses, alone on the network (unresolved ECMP: on
-        any candidate path)."""
-        return min(h.link.bw_bps for flow in self.job_flows(job)
-                   for path in self.flow_paths(flow) for h in path)
+    def job_bottleneck_bps(self, workers: tuple[str, ...]) -> float:
+        """Slowest link any ring hop of the workers crosses (the in-network aggregation's
+        baseline; the collectives use their own link loads, schedule_link_loads)."""
+        return min(self.path_rate_bps(a, b) for a, b in self.ring_hops(workers))
+
+    def job_pairs(self, job: JobConfig) -> list[tuple[str, str]]:
+        return job_pairs(job)
+
+    def schedule_link_loads(self, schedule: Schedule, hosts: tuple[str, ...], job: str | None = None) -> dict[str, int]:
+        """Bytes each directed link carries when `schedule` runs on `hosts` (local rank i on
+        hosts[i]), along the plan's routes (with `job`: along its flows' paths, ECMP's choice)."""
+        return schedule.link_loads(lambda a, b: [hop.label for hop in self.pair_path(hosts[a], hosts[b], job)])
+
+    def phase_link_loads(self, phase: CommPhase, nbytes: int | None = None, job: str | None = None) -> dict[str, int]:
+        return self.schedule_link_loads(phase.schedule(nbytes), phase.participants, job)
 
     def link_ranks(self) -> dict[str, dict[str, list[int]]]:
-        """Directed link label -> job -> ranks whose sending path (to the ring's next rank)
-        crosses it: the throughput of exactly those sockets is what the link carries."""
+        """Directed link label -> job -> ranks whose sending sockets carry data across it: the
+        throughput of exactly those ranks is what the link carries (a rank that sends to
+        several peers over different links counts on each)."""
         out: dict[str, dict[str, list[int]]] = {}
         for flow in self.flows:
             for path in self.flow_paths(flow):
@@ -289,5 +310,5 @@ class NetworkPlan:
         return {f"{i.node}->{i.peer_node}": i.link.bw_bps for intfs in self.interfaces.values() for i in intfs}
 
     def link_jobs(self) -> dict[str, list[str]]:
-        """Directed link label -> jobs whose ring traffic crosses it (in job order)."""
+        """Directed link label -> jobs whose traffic crosses it (in job order)."""
         return {link: list(jobs) for link, jobs in self.link_ranks().items()}

@@ -119,12 +119,13 @@ def job_ids(plan: NetworkPlan) -> dict[str, int]:
 
 
 def plan_job_rules(plan: NetworkPlan) -> list[JobRule]:
-    """job_classify rules: TCP between the two hosts of a ring hop (both directions) -> job."""
+    """job_classify rules: TCP between two hosts the job's collectives connect (both
+    directions, one persistent connection per pair) -> job."""
     ids = job_ids(plan)
     rules: list[JobRule] = []
     seen: set[tuple[str, str]] = set()
     for job in plan.experiment.jobs:
-        for a, b in plan.ring_hops(job.workers):
+        for a, b in plan.job_pairs(job):
             for src, dst in ((a, b), (b, a)):
                 if src == dst or (src, dst) in seen:
                     continue

@@ -70,6 +70,25 @@ def cassini_lines(summary: dict) -> list[str]:
     return lines
 
 
+PHASE_HEADERS = ["job", "phase", "kind", "collective", "mean ms", "busbw Gbit/s", "mean delay ms"]
+
+
+def phase_rows(summary: dict) -> list[list[str]]:
+    """summary.json's per-phase statistics (results.phases), for jobs with more than the
+    short form's two phases or with a collective other than ring all-reduce."""
+    rows = []
+    for job, info in (summary.get("jobs") or {}).items():
+        stats = info.get("phase_stats") or []
+        if len(stats) <= 2 and all(p.get("collective") in (None, "ring_allreduce") for p in stats):
+            continue
+        for p in stats:
+            bus = p.get("busbw_Bps")
+            rows.append([job, str(p.get("name")), str(p.get("kind")), p.get("collective") or "-",
+                         _ms(p.get("mean_s")), "-" if bus is None else f"{bus * 8 / 1e9:.3f}",
+                         _ms(p.get("mean_delay_s"))])
+    return rows
+
+
 def convergence_text(jm: JobMetrics) -> str:
     """Iteration number; "n/a" without a rival to interleave with; "never" otherwise."""
     if jm.convergence_iteration is not None:
@@ -171,7 +190,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
     lines += ["", "## Jobs", "", markdown_table(JOB_HEADERS, job_rows(metrics)), ""]
     warm = max((jm.warmup for jm in metrics.jobs.values()), default=0)
     lines.append(
-        f"Iteration time = the slowest rank's t_comm_end − t_start (complete iterations "
+        f"Iteration time = the slowest rank's iteration end − t_start (complete iterations "
         f"only; the first {warm} are warm-up, shown on their own (mean and count) and left out of "
         f"iters, mean, percentiles and overlap); percentiles by linear interpolation; overlap = mean over contended "
         f"iterations of the fraction of the job's communication time during which a job sharing "
@@ -179,6 +198,12 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         f"≤ {metrics.convergence_threshold:.0%}."
     )
     lines += cassini_lines(s.raw)
+    phases = phase_rows(s.raw)
+    if phases:
+        lines += ["", "## Phases", "", markdown_table(PHASE_HEADERS, phases), ""]
+        lines.append("Per phase (each DDP bucket separately): the job's phase from its first rank's start to "
+                     "its last rank's end, mean over complete iterations; bus bandwidth by the nccl-tests "
+                     "conventions; delay = jitter and stragglers applied (docs/results.md).")
     if metrics.links:
         lines += ["", "## Shared links", "", markdown_table(LINK_HEADERS, link_rows(metrics)), ""]
         lines.append(

@@ -14,9 +14,12 @@ from mn_harness.results.schema import (
     CC_TELEMETRY_CSV,
     ITERATION_COLUMNS,
     ITERATIONS_CSV,
+    PHASE_COLUMNS,
+    PHASES_CSV,
     THROUGHPUT_COLUMNS,
     THROUGHPUT_CSV,
     IterationRow,
+    PhaseRow,
     ThroughputRow,
     write_csv,
 )
@@ -49,6 +52,20 @@ def iteration_rows(raw_dir: Path) -> list[IterationRow]:
     return rows
 
 
+def phase_rows(raw_dir: Path) -> list[PhaseRow]:
+    """Every phase of every worker's iteration lines, sorted by (job, iteration, rank, start)."""
+    rows = []
+    for path in sorted(raw_dir.glob("*.iterations.jsonl")):
+        for record in read_jsonl(path):
+            for phase in record.get("phases") or ():
+                try:
+                    rows.append(PhaseRow.from_worker(record, phase))
+                except (KeyError, TypeError, ValueError):
+                    continue
+    rows.sort(key=lambda r: (r.job, r.iteration, r.rank, r.t_start, r.phase))
+    return rows
+
+
 def throughput_rows(raw_dir: Path) -> list[ThroughputRow]:
     rows = []
     for path in sorted(raw_dir.glob("*.throughput.jsonl")):
@@ -59,12 +76,16 @@ def throughput_rows(raw_dir: Path) -> list[ThroughputRow]:
     return rows
 
 
-def write_run_csvs(raw_dir: Path, results_dir: Path) -> list[IterationRow]:
-    """iterations.csv and throughput.csv from the raw files; returns the iteration rows."""
+def write_run_csvs(raw_dir: Path, results_dir: Path) -> tuple[list[IterationRow], list[PhaseRow],
+                                                                 list[ThroughputRow]]:
+    """iterations.csv, phases.csv and throughput.csv from the raw files; returns their rows."""
     rows = iteration_rows(raw_dir)
+    phases = phase_rows(raw_dir)
+    throughput = throughput_rows(raw_dir)
     write_csv(results_dir / ITERATIONS_CSV, ITERATION_COLUMNS, rows)
-    write_csv(results_dir / THROUGHPUT_CSV, THROUGHPUT_COLUMNS, throughput_rows(raw_dir))
-    return rows
+    write_csv(results_dir / PHASES_CSV, PHASE_COLUMNS, phases)
+    write_csv(results_dir / THROUGHPUT_CSV, THROUGHPUT_COLUMNS, throughput)
+    return rows, phases, throughput
 
 
 def write_cc_telemetry(rows: list[dict], results_dir: Path) -> int:

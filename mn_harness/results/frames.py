@@ -5,7 +5,8 @@
     frames.iterations.groupby(["label", "job"]).iter_time.mean()
 
 `load` takes a run folder, a comparison folder (its plan.json lists the runs, their labels and
-repetitions), or a list of either, and returns `RunFrames(iterations, throughput, queue, metrics)`.
+repetitions), or a list of either, and returns `RunFrames(iterations, throughput, queue, metrics,
+phases)`.
 Every row carries `run` (the run folder's name), `label` (the comparison label, else the label
 the run was given, else the experiment name) and `repetition` (comparisons; else 0), and the
 per-job tables `cc` (the job's kernel congestion control), so frames of many runs concatenate
@@ -24,7 +25,13 @@ from typing import Any, NamedTuple
 
 from mn_harness.errors import RunError, UsageError
 from mn_harness.results.loaders import RunData, load_run
-from mn_harness.results.schema import ITERATION_COLUMNS, QUEUE_BASE_COLUMNS, SUMMARY_JSON, THROUGHPUT_COLUMNS
+from mn_harness.results.schema import (
+    ITERATION_COLUMNS,
+    PHASE_COLUMNS,
+    QUEUE_BASE_COLUMNS,
+    SUMMARY_JSON,
+    THROUGHPUT_COLUMNS,
+)
 
 PLAN_JSON = "plan.json"  # a comparison folder's plan (mn_harness.sweep writes it)
 KEY_COLUMNS = ("run", "label", "repetition")
@@ -39,6 +46,7 @@ class RunFrames(NamedTuple):
     throughput: Any
     queue: Any
     metrics: Any
+    phases: Any  # phases.csv rows (docs/results.md); empty for runs without it
 
 
 def _pandas():
@@ -92,14 +100,15 @@ def _rows(run: RunData, label: str, repetition: int):
     for jm in metrics.jobs.values():
         fields = {k: v for k, v in dataclasses.asdict(jm).items() if k not in ("per_iteration", "rivals")}
         jobs.append({**key, **fields, "rivals": ",".join(jm.rivals)})
-    return iterations, throughput, queue, jobs
+    phases = [{**key, "cc": cc.get(r.job), **dataclasses.asdict(r)} for r in run.phases]
+    return iterations, throughput, queue, jobs, phases
 
 
 def load(paths: str | Path | Iterable[str | Path], labels: dict[str, str] | None = None) -> RunFrames:
     """DataFrames of every run under `paths` (run folders, comparison folders, or a list).
     `labels` maps a run folder's name to a label of your choosing."""
     pd = _pandas()
-    tables: list[list[dict]] = [[], [], [], []]
+    tables: list[list[dict]] = [[], [], [], [], []]
     for folder, compare_label, repetition in run_folders(paths):
         run = load_run(folder)
         label = ((labels or {}).get(folder.name) or compare_label or run.summary.raw.get("label")
@@ -109,7 +118,7 @@ def load(paths: str | Path | Iterable[str | Path], labels: dict[str, str] | None
     keys = [*KEY_COLUMNS]
     columns = ([*keys, "cc", *ITERATION_COLUMNS], [*keys, "cc", *THROUGHPUT_COLUMNS, "rate_bps"],
                [*keys, *(c for c in QUEUE_BASE_COLUMNS if c in ("t", "switch", "port", "depth", "marks"))],
-               [*keys, "job", "cc"])
+               [*keys, "job", "cc"], [*keys, "cc", *PHASE_COLUMNS])
     frames = []
     for rows, cols in zip(tables, columns, strict=True):
         frame = pd.DataFrame(rows)

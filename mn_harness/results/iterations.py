@@ -5,7 +5,8 @@ slowest worker, so the definitions (docs/results.md is their description for use
 
 * **Job iteration** i of job J aggregates the rows of every rank r that reported i (a rank's
   row counts once even if it appears twice):
-  ``iter_time = max_r (t_comm_end_r - t_start_r)``; communication interval
+  ``iter_time = max_r (t_end_r - t_start_r)`` (the row's iter_time; t_end = t_comm_end unless
+  a compute phase follows the last collective); communication interval
   ``[min_r t_comm_start, max_r t_comm_end]``; span ``[min_r t_start, max_r t_comm_end]``.
 * **Complete** iteration: every one of the job's n ranks has a row. Only complete iterations
   enter the statistics (a partial one would understate the time); incomplete ones are counted.
@@ -76,7 +77,7 @@ def job_iterations(
                 t_comm_end=max(r.t_comm_end for r in ranks.values()),
                 ranks=len(ranks),
                 complete=len(ranks) >= need,
-                iter_time=max(r.t_comm_end - r.t_start for r in ranks.values()),
+                iter_time=max(r.iter_time for r in ranks.values()),
             )
             for it, ranks in sorted(iters.items())
         ]

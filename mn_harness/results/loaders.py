@@ -20,11 +20,13 @@ from typing import Any
 
 from mn_harness.results.schema import (
     ITERATIONS_CSV,
+    PHASES_CSV,
     QUEUE_CSV,
     QUEUE_JOB_PREFIX,
     SUMMARY_JSON,
     THROUGHPUT_CSV,
     IterationRow,
+    PhaseRow,
     QueueRow,
     ThroughputRow,
 )
@@ -99,6 +101,7 @@ class RunData:
     throughput: list[ThroughputRow]
     queue: list[QueueRow] | None
     malformed_rows: dict[str, int] = field(default_factory=dict)
+    phases: list[PhaseRow] = field(default_factory=list)  # empty for folders without phases.csv
 
     def job_order(self) -> list[str]:
         """Jobs in summary order, then any job seen only in the CSVs (first appearance)."""
@@ -217,6 +220,27 @@ def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
     return out, bad
 
 
+def _opt(text: str | None, cast):
+    return None if text in (None, "") else cast(text)
+
+
+def load_phases(path: Path | str) -> tuple[list[PhaseRow], int]:
+    """Rows of phases.csv and the number of malformed rows skipped."""
+    raw, bad = _read_csv(Path(path))
+    out: list[PhaseRow] = []
+    for r in raw:
+        try:
+            out.append(PhaseRow(
+                job=r["job"], rank=_int(r["rank"]), iteration=_int(r["iteration"]), phase=_int(r["phase"]),
+                name=r["name"], kind=r["kind"], collective=r["collective"], bytes=_opt(r["bytes"], _int),
+                t_start=float(r["t_start"]), t_end=float(r["t_end"]), duration=float(r["duration"]),
+                bytes_sent=_int(r["bytes_sent"]), planned_s=_opt(r["planned_s"], float),
+                delay_s=_opt(r["delay_s"], float)))
+        except (KeyError, ValueError):
+            bad += 1
+    return out, bad
+
+
 def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
     raw, bad = _read_csv(Path(path))
     out: list[ThroughputRow] = []
@@ -268,6 +292,10 @@ def load_run(results_dir: Path | str) -> RunData:
     if (root / THROUGHPUT_CSV).exists():
         throughput, bad = load_throughput(root / THROUGHPUT_CSV)
         malformed[THROUGHPUT_CSV] = bad
+    phases: list[PhaseRow] = []
+    if (root / PHASES_CSV).exists():
+        phases, bad = load_phases(root / PHASES_CSV)
+        malformed[PHASES_CSV] = bad
     queue: list[QueueRow] | None = None
     if (root / QUEUE_CSV).exists():
         queue, bad = load_queue(root / QUEUE_CSV)
@@ -279,4 +307,5 @@ def load_run(results_dir: Path | str) -> RunData:
         throughput=throughput,
         queue=queue,
         malformed_rows=malformed,
+        phases=phases,
     )

@@ -19,10 +19,14 @@ THROUGHPUT_CSV = "throughput.csv"
 QUEUE_CSV = "queue.csv"
 CC_TELEMETRY_CSV = "cc_telemetry.csv"
 SUMMARY_JSON = "summary.json"
+PHASES_CSV = "phases.csv"
 
 # iterations.csv: one row per job, rank and iteration
 ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
                      "iter_time", "comm_time", "bytes_sent")
+# phases.csv: one row per job, rank, iteration and phase the rank took part in
+PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collective", "bytes",
+                 "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
 # throughput.csv: bytes acknowledged on one worker's sending socket per bin [t, t + bin_s)
 THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
 # queue.csv: one row per sampled egress port and sample; then one bytes_<job> column per job
@@ -54,12 +58,47 @@ class IterationRow:
 
     @classmethod
     def from_worker(cls, record: Mapping[str, Any]) -> IterationRow:
-        """From a worker's JSON line (which has no iter_time / comm_time: derived here)."""
+        """From a worker's JSON line (which has no iter_time / comm_time: derived here).
+        iter_time runs to the iteration's end (`t_end`, after a trailing compute phase; lines
+        without it end with their communication)."""
         t_start, t_comm_start, t_comm_end = (float(record[k]) for k in
                                              ("t_start", "t_comm_start", "t_comm_end"))
+        t_end = float(record.get("t_end", t_comm_end))
         return cls(str(record["job"]), int(record["rank"]), int(record["iteration"]), t_start,
-                   t_comm_start, t_comm_end, round(t_comm_end - t_start, 6),
+                   t_comm_start, t_comm_end, round(t_end - t_start, 6),
                    round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]))
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One phase of one rank's iteration: a compute phase (its planned mean and the delay
+    applied: jitter and stragglers) or a collective (its size S and the bytes this rank sent).
+    Slices of one compute phase between DDP bucket issues are one row."""
+
+    job: str
+    rank: int
+    iteration: int
+    phase: int  # index in the job's phase list
+    name: str  # e.g. compute, compute.backward, ring_allreduce, ring_allreduce.bucket2
+    kind: str  # compute | comm
+    collective: str
+    bytes: int | None
+    t_start: float
+    t_end: float
+    duration: float
+    bytes_sent: int
+    planned_s: float | None
+    delay_s: float | None
+
+    @classmethod
+    def from_worker(cls, record: Mapping[str, Any], phase: Mapping[str, Any]) -> PhaseRow:
+        t_start, t_end = float(phase["t_start"]), float(phase["t_end"])
+        nbytes, planned, delay = phase.get("bytes"), phase.get("planned_s"), phase.get("delay_s")
+        return cls(str(record["job"]), int(record["rank"]), int(record["iteration"]), int(phase["phase"]),
+                   str(phase["name"]), str(phase["kind"]), str(phase.get("collective") or ""),
+                   None if nbytes is None else int(nbytes), t_start, t_end, round(t_end - t_start, 6),
+                   int(phase.get("bytes_sent", 0)), None if planned is None else float(planned),
+                   None if delay is None else float(delay))
 
 
 @dataclass(frozen=True)

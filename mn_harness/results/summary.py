@@ -1,12 +1,15 @@
 """summary.json as the runner writes it: per job the configuration that matters for reading the
-numbers (workers, CC, bytes, compute, bottleneck, ideal time) and the iteration statistics
-(results.iterations: the same definitions the report uses), plus which jobs share which link.
+numbers (workers, CC, bytes, compute, bottleneck, ideal time, its phases with their resolved
+bytes and the preset / scaling behind them) and the iteration statistics (results.iterations:
+the same definitions the report uses) and per-phase statistics (results.phases), plus which
+jobs share which link.
 
 The report later adds a `metrics` key (report.markdown.update_summary); data planes and the
 runner add theirs (`status`, `dataplane`, `queue`, `link_stats` ...)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -14,30 +17,43 @@ from pathlib import Path
 
 from mn_harness.config import Experiment
 from mn_harness.jobs.cassini import predict
-from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
+from mn_harness.jobs.ideal import bytes_sent_per_rank, ideal_iteration_s, phase_summary
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.collect import write_run_csvs
 from mn_harness.results.iterations import job_iterations, job_stats
-from mn_harness.results.schema import SUMMARY_JSON, IterationRow
+from mn_harness.results.phases import bytes_acked_per_rank, phase_stats
+from mn_harness.results.schema import SUMMARY_JSON, IterationRow, PhaseRow, ThroughputRow
 
 
 def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[IterationRow],
-              cc_names: dict[str, str]) -> dict:
-    iters = job_iterations(rows, {job.name: job.n for job in experiment.jobs})
+              cc_names: dict[str, str], phases: Sequence[PhaseRow] = (),
+              throughput: Sequence[ThroughputRow] = ()) -> dict:
+    iters = job_iterations(rows, {job.name: job.n_ranks for job in experiment.jobs})
     jobs = {}
     for job in experiment.jobs:
-        stats = job_stats(iters.get(job.name, []), rows, job.name, job.n, job.iterations,
+        stats = job_stats(iters.get(job.name, []), rows, job.name, job.n_ranks, job.iterations,
                           experiment.warmup_of(job))
         ideal, rate = ideal_iteration_s(job, plan)
+        sent = bytes_sent_per_rank(job)
+        complete = {i.iteration for i in stats.complete}
         jobs[job.name] = {
-            "workers": list(job.workers),
+            "workers": list(job.hosts),  # every rank's host in rank order (servers last)
+            "servers": list(job.servers),
             "cc": cc_names.get(job.name, job.cc.name),
             "iterations": stats.n_iterations,
             "iterations_planned": job.iterations,
             "missing_rows": stats.missing_rows,
             "bytes_per_iteration": job.bytes_per_iteration,
-            "bytes_sent_per_worker": bytes_sent_per_worker(job),
+            "bytes_sent_per_worker": max(sent),
+            "bytes_sent_per_rank": sent,
+            "bytes_acked_per_rank": bytes_acked_per_rank(throughput, job.name),
             "compute_s": job.compute_s,
+            "phases": phase_summary(job, plan),
+            "phase_stats": phase_stats(phases, job.name, len(job.servers), complete),
+            "model": dataclasses.asdict(job.model) if job.model else None,
+            "scaled": dataclasses.asdict(job.scaled) if job.scaled else None,
+            "trace": job.trace,
+            "stragglers": [dataclasses.asdict(s) for s in job.stragglers],
             "bottleneck_bps": rate,
             "ideal_iter_s": ideal,
             "mean_iter_s": stats.mean_iter_s,
@@ -76,11 +92,10 @@ def flow_paths(plan: NetworkPlan) -> dict[str, list[dict]]:
     """job -> one entry per flow: rank, 5-tuple and the nodes its data crossed (with ECMP, the
     data plane's choice; `resolved` false if the run ended before the choice was known)."""
     out: dict[str, list[dict]] = {}
-    nodes = plan.flow_nodes()
     for flow in plan.flows:
         out.setdefault(flow.job, []).append({
             "rank": flow.rank, "src": flow.src, "dst": flow.dst, "sport": flow.sport,
-            "dport": flow.dport, "path": nodes[flow.job][flow.rank],
+            "dport": flow.dport, "path": plan.flow_nodes(flow),
             "resolved": len(plan.flow_paths(flow)) == 1})
     return out
 
@@ -98,8 +113,8 @@ def write_run_results(experiment: Experiment, plan: NetworkPlan, results_dir: Pa
                       cc_names: dict[str, str], extra: dict) -> dict:
     """The results folder from the workers' raw files: iterations.csv, throughput.csv and
     summary.json (with `extra`: status, data-plane and runner fields). Returns the summary."""
-    rows = write_run_csvs(results_dir / "raw", results_dir)
-    summary = summarise(experiment, plan, rows, cc_names)
+    rows, phases, throughput = write_run_csvs(results_dir / "raw", results_dir)
+    summary = summarise(experiment, plan, rows, cc_names, phases, throughput)
     summary.update(extra)
     write_summary(results_dir, summary)
     return summary

@@ -27,7 +27,8 @@ rotates the vectors by i * 7919 elements, so iterations differ). A mismatch ends
 one line and exit code 1. Chunks the switch marks SATURATED are checked element-wise as "exact
 sum or an int32 bound" and counted.
 
-Per iteration the worker writes the same JSON line as ring all-reduce, plus `saturated` (input
+Per iteration the worker writes the same JSON line (with its two phases) as the TCP
+collectives, plus `saturated` (input
 values clipped by the fixed-point conversion), `sat_chunks` (results marked SATURATED) and
 `retransmits` (chunks sent again). bytes_sent = UDP payload bytes this worker sent, retransmissions
 included. Standard library only: the worker runs inside an emulated host.
@@ -51,6 +52,7 @@ from mn_harness.p4.limits import AGG_MAX_WORKERS as MAX_INC_WORKERS
 from mn_harness.p4.limits import AGG_PORT_BASE
 from mn_harness.p4.limits import AGG_VECLEN as VECLEN
 from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
+from mn_harness.worker.program import record
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 HEADER = struct.Struct("!HHIBBBB")
@@ -362,7 +364,9 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
             t_start = time.monotonic()
-            time.sleep(spec.compute_s)
+            seconds = spec.durations(iteration)[0]
+            time.sleep(seconds)
+            t_compute_end = time.monotonic()
             values = rotate(mine, iteration)
             t_comm_start = time.monotonic()
             try:
@@ -381,8 +385,14 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
                 "t_comm_end": round(t_comm_end - t0, 6), "bytes_sent": stats["bytes_sent"],
+                "t_end": round(t_comm_end - t0, 6),
                 "saturated": clipped[spec.rank], "sat_chunks": len(stats["sat_chunks"]),
                 "retransmits": stats["retransmits"],
+                "phases": [
+                    record(0, "compute", "compute", "", None, t_start - t0, t_compute_end - t0,
+                           planned=spec.means()[0], delay=seconds - spec.means()[0]),
+                    record(1, "inc_allreduce", "comm", "inc_allreduce", spec.bytes_per_iteration,
+                           t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],
             }) + "\n")
             it_out.flush()
             tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,

@@ -6,15 +6,16 @@ plain data, not the harness's config objects."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
     job: str
     rank: int
-    ips: tuple[str, ...]  # ring order; rank r sends to r+1 and receives from r-1
+    ips: tuple[str, ...]  # every rank's address, in rank order (workers, then servers)
     port: int  # the port every rank listens on
     collective: str
     bytes_per_iteration: int
@@ -27,6 +28,14 @@ class WorkerSpec:
     bin_s: float = 0.010
     connect_timeout_s: float = 20.0
     src_port: int = 0  # the port a rank connects from (a fixed 5-tuple for ECMP); 0: any
+    # The iteration (mn_harness/jobs/program.py): operations, and this rank's compute seconds
+    # per iteration and compute phase (jobs/delays.py) with the phases' means. Empty: the short
+    # form [compute_s, collective over every rank].
+    program: list[dict[str, Any]] = field(default_factory=list)
+    compute_plan: list[list[float]] = field(default_factory=list)
+    compute_means: list[float] = field(default_factory=list)
+    computes: bool = True  # False for a parameter server: it skips compute phases
+    transport: dict[str, Any] = field(default_factory=dict)  # worker.transport.Tunables overrides
     # inc_allreduce only (mn_harness/worker/inc.py); defaults keep ring-only callers unchanged
     agg_switch_ip: str | None = None  # None: the host's default gateway
     agg_job_id: int = 0  # 1..63, the job's id on the aggregation switch
@@ -40,6 +49,20 @@ class WorkerSpec:
     @property
     def n(self) -> int:
         return len(self.ips)
+
+    def ops(self) -> list[dict[str, Any]]:
+        """The program, or the short form's [compute, collective over every rank]."""
+        return self.program or [
+            {"op": "compute", "name": "compute", "phase": 0, "k": 0, "fraction": 1.0},
+            {"op": "comm", "name": self.collective, "phase": 1, "id": 0, "collective": self.collective,
+             "bytes": self.bytes_per_iteration, "ranks": list(range(self.n)), "servers": 0, "async": False}]
+
+    def durations(self, iteration: int) -> list[float]:
+        """Seconds of each compute phase in `iteration` for this rank."""
+        return self.compute_plan[iteration] if self.compute_plan else [self.compute_s]
+
+    def means(self) -> list[float]:
+        return self.compute_means or [self.compute_s]
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))

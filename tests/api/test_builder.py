@@ -68,8 +68,8 @@ def test_other_schema_keys_pass_through_and_unknown_ones_are_the_loaders_error()
     exp = dumbbell()
     exp.set_run(throughput_bin="5ms", gso_max_segs=1)
     assert exp.build().run.gso_max_segs == 1
-    with pytest.raises(ConfigError, match=r"^jobs\[2\]\.phases: unknown key"):
-        exp.add_job("job3", ["h1", "h2"], bytes_per_iteration="1MB", compute="1ms", iterations=1, phases=[])
+    with pytest.raises(ConfigError, match=r"^jobs\[2\]\.priority: unknown key"):
+        exp.add_job("job3", ["h1", "h2"], bytes_per_iteration="1MB", compute="1ms", iterations=1, priority=1)
     with pytest.raises(ConfigError, match=r"^switches\[2\]\.colour: unknown key"):
         exp.add_switch("s3", colour="red")
 

@@ -68,3 +68,37 @@ def test_routing_warmup_and_a_derived_idle_gap_round_trip():
     assert again.jobs[0].cc.idle_gap_s == experiment.jobs[0].cc.idle_gap_s == 0.03
     dumped = experiment_to_raw(experiment)
     assert dumped["jobs"][0]["cc"] == "mltcp-cubic"  # derived again on load, not frozen in
+
+
+def test_workloads_round_trip_as_resolved_phases():
+    """Phases, jitter, overlap, stragglers, servers, a pipeline, a broadcast root and a scaled
+    preset: config.yaml holds the resolved phases (scaled bytes) and loads back equal."""
+    raw = small_demo()
+    raw["hosts"] += ["h5"]
+    raw["links"].append({"endpoints": ["h5", "s1"]})
+    raw["jobs"][0].update(bytes_per_iteration="4MB", compute={"mean": "50ms", "jitter": "10%"},
+                          overlap={"bucket": "1MB"},
+                          stragglers=[{"ranks": [1], "delay": "20ms", "probability": 0.3},
+                                      {"ranks": [0], "slowdown": 1.25}])
+    raw["jobs"][1] = {"name": "job2", "workers": ["h2", "h4"], "servers": ["h5"], "iterations": 2,
+                      "phases": [{"compute": "10ms", "name": "fwd"},
+                                 {"collective": "broadcast", "bytes": "1MB", "root": "h4"},
+                                 {"collective": "parameter_server", "bytes": "2MB"},
+                                 {"collective": "pipeline", "bytes": "100KB", "micro_batches": 3,
+                                  "forward": "1ms", "backward": "2ms", "grad_bytes": "50KB"},
+                                 {"collective": "all_gather", "bytes": "1MB", "blocking": False},
+                                 {"compute": "5ms", "waits": [4]}]}
+    experiment = Experiment.from_dict(raw, "workloads")
+    assert reload(experiment) == experiment
+    dumped = experiment_to_raw(experiment)["jobs"]
+    assert dumped[1]["phases"][1]["participants"] == ["h4", "h2"]  # the root first
+    assert dumped[1]["phases"][2]["participants"] == ["h2", "h4"]  # the servers are the job's
+
+    scaled = small_demo()
+    for job in scaled["jobs"]:
+        del job["bytes_per_iteration"], job["compute"]
+        job.update(model="resnet50", scale={"real_link": "100Gbit"})
+    experiment = Experiment.from_dict(scaled, "scaled")
+    again = reload(experiment)
+    assert again == experiment and again.jobs[0].bytes_per_iteration == experiment.jobs[0].bytes_per_iteration
+    assert "scale" not in experiment_to_raw(experiment)["jobs"][0]  # resolved: not scaled twice

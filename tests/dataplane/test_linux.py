@@ -6,6 +6,7 @@ import json
 import pytest
 import yaml
 
+from mn_harness.collectives import ring
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.dataplane.linux import (
     ecmp_sysctls,
@@ -17,7 +18,6 @@ from mn_harness.dataplane.linux import (
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.runner import run_experiment
-from mn_harness.worker import ring
 from tests.helpers import TOPOLOGIES
 
 

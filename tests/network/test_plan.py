@@ -48,7 +48,7 @@ def test_ring_of_switches_routes_around_the_loop():
     plan = NetworkPlan(Experiment.from_dict(raw))
     path = [h.label for h in plan.path("a", "b")]
     assert path == ["a->s1", "s1->s2", "s2->s3", "s3->b"]  # tie s2/s4 broken by name
-    assert plan.job_bottleneck_bps("j") == 10e6
+    assert plan.job_bottleneck_bps(("a", "b")) == 10e6
     route = next(r for r in plan.routes["s1"] if r.dst_host == "b")
     assert route.next_hop_node == "s2" and route.out.peer_node == "s2"
 
@@ -98,7 +98,7 @@ def test_unresolved_ecmp_counts_every_candidate_path_resolved_exactly_one():
     assert ("leaf1", "h1", 0, ("spine1", "spine2")) in asked  # asked at the leaf, with where from
     assert [h.dst for h in resolved.flow_paths(flow)[0]] == ["leaf1", "spine2", "leaf2", "h3"]
     assert "jobA" not in resolved.link_jobs().get("leaf1->spine1", [])
-    assert resolved.flow_nodes()["jobA"][0] == ["h1", "leaf1", "spine2", "leaf2", "h3"]
+    assert resolved.flow_nodes(flow) == ["h1", "leaf1", "spine2", "leaf2", "h3"]
 
 
 def test_resolve_refuses_a_choice_that_is_not_a_next_hop():
@@ -107,11 +107,18 @@ def test_resolve_refuses_a_choice_that_is_not_a_next_hop():
         plan.resolve(lambda switch, came_from, flow, options: "leaf3")
 
 
-def test_bottleneck_follows_the_flow_paths():
+def test_ideal_time_follows_the_flow_paths():
+    """The ideal collective is computed on the paths the flows take: ECMP's choice decides
+    whether jobA's ring crosses the slow leaf1 - spine2 link."""
+    from mn_harness.jobs.ideal import ideal_iteration_s
+
     raw = yaml.safe_load((TOPOLOGIES / "leaf-spine.yaml").read_text())
     raw["routing"] = "ecmp"
     raw["links"][1]["bw"] = "100Mbit"  # leaf1 - spine2 is slower
     plan = NetworkPlan(Experiment.from_dict(raw))
-    assert plan.job_bottleneck_bps("jobA") == 100e6  # may take spine2
+    job = plan.experiment.jobs[0]
     via_spine1 = plan.resolve(lambda switch, came_from, flow, options: options[0])
-    assert via_spine1.job_bottleneck_bps("jobA") == 500e6
+    via_spine2 = plan.resolve(lambda switch, came_from, flow, options: options[-1])
+    assert ideal_iteration_s(job, via_spine1)[1] == 500e6
+    assert ideal_iteration_s(job, via_spine2)[1] == 100e6
+    assert ideal_iteration_s(job, via_spine2)[0] > ideal_iteration_s(job, via_spine1)[0]

@@ -42,7 +42,7 @@ def leaf_spine(seed):
 
 def spines(plan):
     return {flow.label: next(n for n in nodes if n.startswith("spine"))
-            for flow in plan.flows for nodes in [plan.flow_nodes()[flow.job][flow.rank]]}
+            for flow in plan.flows for nodes in [plan.flow_nodes(flow)]}
 
 
 def test_bmv2_paths_are_resolved_repeatably_and_use_both_spines_over_seeds():

@@ -11,26 +11,36 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from mn_harness.config import Experiment
+from mn_harness.dataplane.bmv2 import resolve_program
+from mn_harness.p4.compile import compile_p4
 from mn_harness.runner import run_experiment
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 BOTTLENECK = ("s1", "3")  # s1's port towards s2 (ports in link order: h1=1, h2=2, s2=3)
 
 
-def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
+def demo_raw(topologies: Path, cc="cubic", threshold=20, iterations=5) -> dict:
     raw = yaml.safe_load((topologies / "dumbbell-2jobs-bmv2.yaml").read_text())
     raw["switches"] = [{"name": s, "ecn_threshold": threshold} for s in ("s1", "s2")]
     for job in raw["jobs"]:
         job.update(iterations=iterations, cc=cc)
     raw["run"]["dataplane"] = "bmv2"
-    return Experiment.from_dict(raw, "bmv2-demo")
+    return raw
+
+
+def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
+    return Experiment.from_dict(demo_raw(topologies, cc, threshold, iterations), "bmv2-demo")
 
 
 def run(exp: Experiment, tmp_path: Path) -> tuple[Path, dict, list[dict]]:
@@ -98,3 +108,67 @@ def test_dctcp_keeps_the_queue_near_the_threshold_while_cubic_fills_it(topologie
     assert c["max_depth"] >= 80                 # the 100-packet queue fills
     assert d["mean_depth"] <= 30                # near K = 20
     assert d["mean_depth"] < 0.75 * c["mean_depth"]
+
+
+def switch_run_dirs(parents: set[int]) -> set[str]:
+    """The per-run directories (P4Runtime sockets) of the BMv2 switches running now below these
+    processes (the harness starts them through `mnexec -a`). `-ww`: without it ps cuts the
+    command line at the terminal width even into a pipe, before the socket path."""
+    rows = [line.split(None, 2) for line in subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout.splitlines()]
+    ppid = {int(r[0]): int(r[1]) for r in rows if len(r) >= 2}
+    dirs = set()
+    for r in rows:
+        if len(r) < 3 or "simple_switch_grpc" not in r[2]:
+            continue
+        pid, seen = int(r[0]), 0
+        while pid > 1 and pid not in parents and seen < 20:
+            pid, seen = ppid.get(pid, 0), seen + 1
+        m = re.search(r"unix:(/\S*mn-harness-bmv2-[^/\s]+)/", r[2])
+        if pid in parents and m:
+            dirs.add(m.group(1))
+    return dirs
+
+
+def test_two_bmv2_runs_started_together_both_complete(topologies, tmp_path):
+    """Two `mn-harness run`s of the BMv2 demo at once, as two users would start them: the same
+    switch names, device ids and Thrift port in both. Each run's switches live in its own
+    namespaces, with their P4Runtime sockets (and a nanomsg build's notifications socket) in the
+    run's own directory, so both complete; their switches were up at the same time."""
+    # A cold compile cache (a fresh clone, or a new toolchain: the compiler is part of the cache
+    # key) would make both runs compile at once and start their switches tens of seconds apart,
+    # on a loaded 2-core machine after the first run has already finished: compile it first.
+    compile_p4(resolve_program(None))
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(yaml.safe_dump(demo_raw(topologies, iterations=6)))
+    logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
+    procs = []
+    for i, log in enumerate(logs, 1):
+        with open(log, "w") as out:  # a file, not a pipe nobody reads while waiting
+            procs.append(subprocess.Popen([sys.executable, "-m", "mn_harness.cli", "run", str(spec),
+                                           "--no-plots", "--out", str(tmp_path / f"run{i}")],
+                                          stdout=out, stderr=subprocess.STDOUT))
+    together = 0
+    deadline = time.monotonic() + 300
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        together = max(together, len(switch_run_dirs({p.pid for p in procs})))
+        time.sleep(0.2)
+    for p in procs:  # past the deadline: SIGINT tears a run down cleanly
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        p.wait()
+    for p, log in zip(procs, logs, strict=True):
+        assert p.returncode == 0, log.read_text()[-3000:]
+    assert together == 2, "the two runs' switches were never up at the same time"
+    for i in (1, 2):
+        results = next((tmp_path / f"run{i}").glob("*/summary.json")).parent
+        summary = json.loads((results / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
+        with open(results / "iterations.csv") as fh:
+            assert len(list(csv.DictReader(fh))) == 2 * 2 * 4  # jobs x ranks x iterations
+        assert summary["queue"]["s1:3"]["packets"] > 0
+        no_leftovers(results)

@@ -1,0 +1,1 @@
+"""MLCommons Chakra execution traces: our own decoder, encoder and phase conversion."""

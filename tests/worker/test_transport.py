@@ -1,0 +1,131 @@
+"""The worker's transport and collectives over real kernel TCP on loopback (no root needed).
+
+Each rank is a thread with its own 127.0.0.x address, as each worker has its own host address
+in a run. Checked for every collective: one connection per pair that talks, every byte the
+schedule says (each socket's tcpi_bytes_acked against the schedule, exactly: loopback loses
+nothing; SYN and FIN take a sequence number each), the tags of every segment in the order both
+ends agree on, and that a rank with a different schedule is caught by the tag check instead of
+passing silently."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from mn_harness import collectives
+from mn_harness.worker import tcpinfo
+from mn_harness.worker.collective import CommStream, post, runner
+from mn_harness.worker.pipeline import run_pass
+from mn_harness.worker.transport import Transport, TransportError, Tunables
+
+CC = "reno"  # allowed for unprivileged sockets on every kernel
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeout=60):
+    """Run body(rank, transport) in n threads on 127.0.0.1..n; returns their results and, per
+    rank, bytes acked per peer (read after the transport finished)."""
+    addresses = tuple(f"127.0.0.{i + 1}" for i in range(n))
+    port = free_port()
+    results: dict[int, object] = {}
+    acked: dict[int, dict[int, int]] = {}
+    errors: list[BaseException] = []
+
+    def rank_main(rank: int) -> None:
+        t = Transport(rank, addresses, port, CC, tunables or Tunables(segment_bytes=16 * 1024))
+        try:
+            t.connect(peers(rank) if peers else set(range(n)) - {rank}, 20)
+            results[rank] = body(rank, t)
+            t.finish()
+            acked[rank] = {p: tcpinfo.bytes_acked(c.sock) for p, c in t.connections.items()}
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            t.release()
+
+    threads = [threading.Thread(target=rank_main, args=(r,), daemon=True) for r in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    assert not any(th.is_alive() for th in threads), "a rank hung"
+    if errors:
+        raise errors[0]
+    return results, acked
+
+
+CASES = [(name, n) for name in collectives.SCHEDULED if name != "pipeline" for n in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("name,n", CASES)
+def test_collective_moves_exactly_its_schedules_bytes(name, n):
+    nbytes = 100_003  # not a multiple of anything: rounding and short segments
+    sched = collectives.schedule(name, nbytes, n, servers=1)
+
+    def body(rank, transport):
+        ops, sent = post(transport, sched, rank, list(range(n)), iteration=7, op_id=3)
+        for op in ops:
+            op.wait(30)
+        return sent
+
+    sent, acked = ranks_run(n, body, peers=lambda r: sched.peers_of(r))
+    assert [sent[r] for r in range(n)] == sched.bytes_sent_per_rank()
+    for r in range(n):
+        assert set(acked[r]) == sched.peers_of(r)  # one connection per pair that talks
+        for peer, got in acked[r].items():
+            # + up to 2: the dialer's SYN and the FIN take a sequence number each
+            assert 0 <= got - sum(t.nbytes for t in sched.wire_order(r, peer)) <= 2, (r, peer, got)
+
+
+def test_pipeline_pass_moves_activations_and_gradients():
+    p, m = 3, 4
+    op = {"op": "pipeline", "id": 1, "ranks": [0, 1, 2], "bytes": 30_000, "grad_bytes": 20_000,
+          "micro_batches": m, "forward_s": 0.001, "backward_s": 0.002}
+    sent, acked = ranks_run(p, lambda r, t: run_pass(t, op, r, 0), peers=lambda r: {r - 1, r + 1} & {0, 1, 2})
+    sched = collectives.schedule("pipeline", 30_000, p, micro_batches=m, grad_bytes=20_000)
+    assert [sent[r] for r in range(p)] == sched.bytes_sent_per_rank()
+    assert 0 <= acked[1][0] - m * 20_000 <= 2 and 0 <= acked[1][2] - m * 30_000 <= 2  # SYN, FIN
+
+
+def test_a_rank_with_another_schedule_is_caught_by_the_tag():
+    sched = collectives.schedule("ring_allreduce", 50_000, 2)
+
+    def body(rank, transport):
+        ops, _ = post(transport, sched, rank, [0, 1], iteration=0 if rank == 0 else 1, op_id=0)
+        for op in ops:
+            op.wait(30)
+
+    with pytest.raises(TransportError, match="expected tag"):
+        ranks_run(2, body)
+
+
+def test_unsegmented_transfers_and_stream_order():
+    """segment_bytes 0 sends every transfer whole; collectives on the stream run in order."""
+    sched = collectives.schedule("tree_allreduce", 40_000, 4)
+
+    def body(rank, transport):
+        stream = CommStream()
+        stream.start()
+        handles = [stream.submit(runner(transport, sched, rank, [0, 1, 2, 3], 0, i)) for i in range(3)]
+        for h in handles:
+            h.wait()
+        stream.stop()
+        return [(h.t_start, h.t_end, h.bytes_sent) for h in handles]
+
+    got, _ = ranks_run(4, body, Tunables(segment_bytes=0))
+    for r in range(4):
+        (s0, e0, b0), (s1, e1, _), (s2, _, _) = got[r]
+        assert e0 <= s1 and e1 <= s2 and b0 == sched.sent_by(r)
+
+
+def test_unknown_tunable_is_refused():
+    with pytest.raises(ValueError, match="unknown transport tunable"):
+        Tunables.from_overrides({"chunk": 1})
+    assert Tunables.from_overrides({"segment_bytes": 0}).segment_bytes == 0
