@@ -277,6 +277,9 @@ class Session:
                  f"{len(exp.links)} links ({self.dataplane.name} data plane)")
         self.network.build()
         self._record_processes()
+        # with ECMP, the data plane's per-flow choices: what jobs, results and hooks see from now on
+        self.network.plan = self.dataplane.resolve_paths(self.network.net, self.network.plan)
+        self.extra.update(self.dataplane.routing_summary(self.network.plan))
         self.host_cc.apply(self.network)
         if self.pcap_links:
             self.capture.start(self.network.nodes, plan)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from mn_harness.cc.errors import CCConfigError
-from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name
+from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name, idle_gap_for_compute
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
@@ -39,12 +39,16 @@ def _number(value, path: str) -> float:
 
 @dataclass(frozen=True)
 class CCSpec:
-    """One job's congestion control. None parameters mean "the variant's default"."""
+    """One job's congestion control. None parameters mean "the variant's default"; a job fills
+    in its idle gap with `for_compute` (the default is derived from the job's compute time)."""
 
     name: str  # "reno", "cubic", "bbr", "mltcp-reno", "mltcp-cubic", "dctcp", "mltcp-dctcp"
     slope: float | None = None
     intercept: float | None = None
     idle_gap_s: float | None = None
+    # True when idle_gap_s was derived from the job rather than given: not part of the identity
+    # (two jobs with the same resolved parameters share one kernel instance)
+    idle_gap_derived: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "name", canonical_name(self.name))
@@ -74,9 +78,9 @@ class CCSpec:
             if value.get("idle_gap") is not None else None
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
-        for field, field_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                                   ("idle_gap_s", gap)):
-            object.__setattr__(spec, field, field_value)
+        for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
+                               ("idle_gap_s", gap), ("idle_gap_derived", False)):
+            object.__setattr__(spec, key, key_value)
         spec.validate(path)
         return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap)
 
@@ -88,10 +92,10 @@ class CCSpec:
                                 f"(known: {', '.join(sorted({*BPF_VARIANTS, *KERNEL_BUILTINS}))})")
         variant = BPF_VARIANTS.get(name)
         if variant is None or not variant.mltcp:
-            for field in ("slope", "intercept"):
-                if getattr(self, field) is not None:
-                    raise CCConfigError(f"{path}.{field}", f"only the mltcp-* variants take "
-                                        f"{field}, not {name}")
+            for key in ("slope", "intercept"):
+                if getattr(self, key) is not None:
+                    raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "
+                                        f"{key}, not {name}")
         if variant is None and self.idle_gap_s is not None:
             raise CCConfigError(f"{path}.idle_gap", f"only the BPF variants track iterations, "
                                 f"not kernel {name}")
@@ -108,6 +112,24 @@ class CCSpec:
         if self.idle_gap_s is not None and not 0 < self.idle_gap_s <= 10:
             raise CCConfigError(f"{path}.idle_gap", f"{self.idle_gap_s}s outside (0, 10s]")
 
+    def for_compute(self, compute_s: float) -> CCSpec:
+        """This spec for a job computing `compute_s` per iteration (its shortest compute phase):
+        a BPF variant without an explicit idle gap gets idle_gap_for_compute(compute_s)."""
+        if not self.is_bpf or self.idle_gap_s is not None:
+            return self
+        return replace(self, idle_gap_s=idle_gap_for_compute(compute_s), idle_gap_derived=True)
+
+    def idle_gap_warning(self, compute_s: float, path: str) -> str | None:
+        """One line when an explicit idle gap is not below the compute time: then the socket is
+        never idle longer than the gap, no iteration boundary is seen and F stays 1."""
+        if not self.is_bpf or self.idle_gap_s is None or self.idle_gap_derived:
+            return None
+        if self.idle_gap_s < compute_s:
+            return None
+        return (f"{path}.idle_gap: {self.idle_gap_s * 1e3:g} ms is not below the job's compute time "
+                f"({compute_s * 1e3:g} ms): MLTCP sees no iteration boundary and behaves like "
+                f"its base CC (leave idle_gap out to derive it from the job)")
+
     @property
     def canonical(self) -> str:
         return canonical_name(self.name)
@@ -123,7 +145,8 @@ class CCSpec:
         return variant is not None and variant.needs_ecn
 
     def resolved(self) -> tuple[float, float, float]:
-        """(slope, intercept, idle_gap_s) with variant defaults filled in (BPF variants only)."""
+        """(slope, intercept, idle_gap_s) with variant defaults filled in (BPF variants only; the
+        idle gap of a spec that no job has filled in is the upper bound DEFAULT_IDLE_GAP_S)."""
         variant = BPF_VARIANTS[self.canonical]
         return (
             variant.default_slope if self.slope is None else self.slope,

@@ -74,14 +74,52 @@ def cmd_validate(args: argparse.Namespace) -> int:
     plan = NetworkPlan(experiment)
     print(f"{args.experiment}: ok — {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
           f"{len(experiment.links)} links, {len(experiment.jobs)} jobs")
+    for warning in experiment.warnings():
+        print(f"  warning: {warning}")
+    plan, routing = routed_plan(plan)
+    if routing:
+        print(f"  {routing}")
+    maybe = "" if plan.resolved else "may share "
     for label, jobs in plan.link_jobs().items():
         if len(jobs) > 1:
-            print(f"  shared link {label}: {', '.join(jobs)}")
+            print(f"  shared link {label}: {maybe}{', '.join(jobs)}")
     from mn_harness.jobs.ideal import describe_job
 
     for job in experiment.jobs:
         print(f"  job {describe_job(job, plan)}")
+    if plan.resolved:
+        from mn_harness.jobs.cassini import predict
+
+        for line in predict(experiment, plan).lines():
+            print(line)
     return 0
+
+
+def routed_plan(plan):
+    """With ECMP: the plan with every flow's path where the data plane's choice is known before
+    anything runs (BMv2: the P4 hash, computed in Python), and one line saying how flows are
+    routed; ("", the plan) with shortest-path routing."""
+    from mn_harness.network.flows import ecmp_hash_seed
+
+    exp = plan.experiment
+    if exp.routing != "ecmp":
+        return plan, ""
+    seed = ecmp_hash_seed(exp.run.seed)
+    dataplane = exp.run.dataplane
+    if dataplane == "auto":
+        from mn_harness.dataplane import bmv2_unavailable_reason
+
+        dataplane = "linux" if bmv2_unavailable_reason() else "bmv2"
+    choices = sum(len(plan.flow_paths(f)) > 1 for f in plan.flows)
+    head = f"routing ecmp (hash seed {seed}): {choices} of {len(plan.flows)} flows have equal-cost paths"
+    if dataplane == "bmv2":
+        from mn_harness.dataplane.bmv2 import bmv2_paths
+
+        plan = bmv2_paths(plan)
+        paths = "; ".join(f"{f.job} r{f.rank} " + "-".join(plan.flow_nodes(f)) for f in plan.flows)
+        return plan, f"{head}; BMv2's hash sends them: {paths}"
+    return plan, (f"{head}; the Linux routers' hash picks each path when the network is up "
+                  "(summary.json: flow_paths); the CASSINI prediction is made on those paths")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -97,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        "run.output_dir" if args.out is None else "--out")
     check_state_dir()
     need_root("run")
+    for warning in experiment.warnings():
+        print(f"warning: {warning}")
     from mn_harness.runner import run_experiment
 
     results: list[Path] = []

@@ -68,10 +68,12 @@ def size(nbytes: int) -> Any:
 
 
 def cc_to_raw(cc: CCSpec) -> Any:
-    """A name, or {name, slope, intercept, idle_gap} with only the parameters that were set."""
-    _covers(cc, {"name", "slope", "intercept", "idle_gap_s"})
+    """A name, or {name, slope, intercept, idle_gap} with only the parameters that were set (an
+    idle gap derived from the job is left out: the loader derives the same one again, and it
+    follows the compute time if the file is edited)."""
+    _covers(cc, {"name", "slope", "intercept", "idle_gap_s", "idle_gap_derived"})
     params = {k: v for k, v in (("slope", cc.slope), ("intercept", cc.intercept)) if v is not None}
-    if cc.idle_gap_s is not None:
+    if cc.idle_gap_s is not None and not cc.idle_gap_derived:
         params["idle_gap"] = duration(cc.idle_gap_s)
     return {"name": cc.name, **params} if params else cc.name
 
@@ -182,7 +184,7 @@ def job_to_raw(job: JobConfig) -> dict:
 
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
-                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry"})
+                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -194,6 +196,7 @@ def run_to_raw(run: RunConfig) -> dict:
         "tcp_ecn": run.tcp_ecn,
         "queue_telemetry": run.queue_telemetry if isinstance(run.queue_telemetry, bool)
         else list(run.queue_telemetry),
+        "warmup": run.warmup,
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)
@@ -202,7 +205,7 @@ def run_to_raw(run: RunConfig) -> dict:
 
 def experiment_to_raw(experiment: Experiment) -> dict:
     """The experiment as the mapping an experiment file holds (plain lists, dicts, str, numbers)."""
-    _covers(experiment, {"name", "hosts", "switches", "links", "jobs", "run", "description"})
+    _covers(experiment, {"name", "hosts", "switches", "links", "jobs", "run", "description", "routing"})
     raw: dict[str, Any] = {"experiment": experiment.name}
     if experiment.description:
         raw["description"] = experiment.description
@@ -210,6 +213,7 @@ def experiment_to_raw(experiment: Experiment) -> dict:
         "hosts": list(experiment.hosts),
         "switches": [switch_to_raw(s) for s in experiment.switches],
         "links": [link_to_raw(link) for link in experiment.links],
+        "routing": experiment.routing,
         "jobs": [job_to_raw(job) for job in experiment.jobs],
         "run": run_to_raw(experiment.run),
     })

@@ -15,6 +15,7 @@ from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.model import (
     EXPERIMENT_RE,
+    ROUTINGS,
     JobConfig,
     LinkConfig,
     RunConfig,
@@ -29,7 +30,8 @@ from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOB
 MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
 MAX_NETWORK_NODES = 1024  # hosts + switches: each is a namespace with a shell (and a worker)
 MAX_LINKS = 65536  # the address plan gives link i the /24 10.<i / 256>.<i % 256>.0
-TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "jobs", "run"}
+TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "routing", "jobs",
+            "run"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Experiment:
     jobs: tuple[JobConfig, ...]
     run: RunConfig
     description: str = ""
+    routing: str = "shortest"  # ROUTINGS; see network.plan
 
     @property
     def switch_names(self) -> tuple[str, ...]:
@@ -61,6 +64,23 @@ class Experiment:
         if cc is None:
             return self
         return self.with_jobs(dataclasses.replace(job, cc=cc) for job in self.jobs)
+
+    def warmup_of(self, job: JobConfig) -> int:
+        """run.warmup for `job`, reduced so that at least one iteration is measured."""
+        return max(0, min(self.run.warmup, job.iterations - 1))
+
+    def warnings(self) -> list[str]:
+        """One line each for what is valid but probably not meant: an explicit MLTCP idle gap
+        that no compute phase exceeds, a warm-up that leaves (almost) nothing to measure."""
+        out = []
+        for i, job in enumerate(self.jobs):
+            gap = job.cc.idle_gap_warning(job.shortest_compute_s, f"jobs[{i}].cc")
+            if gap:
+                out.append(gap)
+            if self.warmup_of(job) < self.run.warmup:
+                out.append(f"jobs[{i}].iterations: {job.iterations} iteration(s) with run.warmup "
+                           f"{self.run.warmup}: only {self.warmup_of(job)} left out as warm-up")
+        return out
 
     def job_ids(self) -> dict[str, int]:
         """Job name -> job id 1, 2, ... in job order (0 is "no job"). The one numbering used by
@@ -158,6 +178,9 @@ class Experiment:
                     if w in other.hosts:
                         raise ConfigError(_host_path(i, job, k), f"host {w!r} already runs job {other.name!r}")
 
+        routing = raw.get("routing", "shortest")
+        if routing not in ROUTINGS:
+            raise ConfigError("routing", f"unknown routing {routing!r} (known: {', '.join(ROUTINGS)})")
         experiment = cls(
             name=name,
             hosts=tuple(hosts),
@@ -166,6 +189,7 @@ class Experiment:
             jobs=tuple(jobs),
             run=RunConfig.from_dict(raw.get("run", {}), "run"),
             description=description,
+            routing=routing,
         )
         experiment._check_connected()
         experiment._check_interface_names()

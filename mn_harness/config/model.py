@@ -39,6 +39,8 @@ NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
 EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 COLLECTIVES = collectives.NAMES
 DATAPLANES = ("auto", "linux", "bmv2")
+ROUTINGS = ("shortest", "ecmp")  # network.plan: one shortest path per host pair, or per-flow ECMP
+DEFAULT_WARMUP = 2  # iterations, as nccl-tests' -w: connection ramp-up and first-iteration effects
 
 # Limits, checked here where each value is parsed, so `validate` refuses what a run would only
 # hit after its network is built (or what no run could finish). Each bound is either what the
@@ -221,11 +223,21 @@ class JobConfig:
             servers = self.servers if self.collective == "parameter_server" else ()
             object.__setattr__(self, "phases", two_phase(
                 self.workers, servers, ComputeSpec(self.compute_s), self.collective, self.bytes_per_iteration))
+        # the MLTCP idle gap fits the job unless the YAML sets one (cc.spec.CCSpec.for_compute);
+        # also on dataclasses.replace, so `--cc mltcp-reno` gets each job's own gap
+        object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_compute_s))
 
     @property
     def n(self) -> int:
         """Workers (the ranks that compute)."""
         return len(self.workers)
+
+    @property
+    def shortest_compute_s(self) -> float:
+        """The shortest compute phase of an iteration (mean): the longest idle time that is sure
+        to separate two iterations on the job's sockets (phase lists: any compute phase may be
+        the one between two iterations)."""
+        return min((p.compute.mean_s for p in self.compute_phases), default=self.compute_s)
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -328,11 +340,12 @@ class RunConfig:
     gso_max_segs: int = 16  # cap on GSO super-packets (MTUs); 1 = offloads off, see shaping.py
     tcp_ecn: str | bool = "auto"  # hosts' net.ipv4.tcp_ecn (config/ecn.py)
     queue_telemetry: bool | tuple[str, ...] = True  # sampled egress queues (config/ecn.py)
+    warmup: int = DEFAULT_WARMUP  # first iterations of each job left out of the statistics
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry"}
+                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -349,6 +362,9 @@ class RunConfig:
         if not isinstance(output_dir, str) or not output_dir:
             raise ConfigError(f"{path}.output_dir", f"expected a directory path, got {output_dir!r}")
         timeout = raw.get("timeout")
+        warmup = raw.get("warmup", DEFAULT_WARMUP)
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ConfigError(f"{path}.warmup", f"expected a whole number of iterations >= 0, got {warmup!r}")
         return cls(
             dataplane=dataplane,
             seed=seed,
@@ -362,6 +378,7 @@ class RunConfig:
             tcp_ecn=parse_tcp_ecn(raw.get("tcp_ecn", "auto"), f"{path}.tcp_ecn"),
             queue_telemetry=parse_queue_telemetry(raw.get("queue_telemetry", True),
                                                   f"{path}.queue_telemetry"),
+            warmup=warmup,
         )
 
 

@@ -15,6 +15,7 @@ from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.errors import DataplaneError
+from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.state import Undo
 
@@ -34,6 +35,21 @@ class Dataplane(ABC):
     @abstractmethod
     def configure(self, net: Mininet, plan: NetworkPlan) -> None:
         """After links exist: addresses, forwarding state and egress shaping of switch ports."""
+
+    def resolve_paths(self, net: Mininet, plan: NetworkPlan) -> NetworkPlan:
+        """After `configure`: the plan with this data plane's per-flow ECMP choices made
+        (NetworkPlan.resolve); a plan without choices to make comes back as it is."""
+        if not plan.resolved:
+            raise DataplaneError(f"routing: ecmp is not supported by the {self.name} data plane "
+                                 "(it cannot tell which path a flow takes)")
+        return plan
+
+    def routing_summary(self, plan: NetworkPlan) -> dict:
+        """summary.json fields saying how flows were routed (the paths themselves are the plan's)."""
+        out: dict = {"routing": plan.routing}
+        if plan.routing == "ecmp":
+            out["ecmp_hash_seed"] = ecmp_hash_seed(plan.experiment.run.seed)
+        return out
 
     def host_neighbours_static(self) -> bool:
         """True when hosts need static ARP entries for their gateway (switch answers no ARP)."""

@@ -77,6 +77,7 @@ from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
 from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
 from mn_harness.network.commands import run_in
+from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import add_netem
@@ -85,6 +86,7 @@ from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, cli_has_thrift, disable_offloads
 from mn_harness.p4.bringup import SwitchSetup, bring_up
 from mn_harness.p4.compile import compile_p4
+from mn_harness.p4.ecmp import chooser as ecmp_chooser
 from mn_harness.p4.entries import job_ids, plan_job_rules, qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
 from mn_harness.p4.runtime import SwitchConnection
@@ -94,6 +96,14 @@ from mn_harness.state import KillProcess, RemoveDirectory, Undo
 
 THRIFT_PORT = 9090           # on each switch namespace's own loopback
 SAMPLE_HZ_ENV = "MN_HARNESS_BMV2_SAMPLE_HZ"  # else MN_HARNESS_QUEUE_SAMPLE_HZ, else 100
+
+
+def bmv2_paths(plan: NetworkPlan) -> NetworkPlan:
+    """`plan` with every flow's path as the BMv2 switches' ECMP hash picks it: pure Python, so
+    `validate` can show it before anything runs."""
+    if plan.resolved:
+        return plan
+    return plan.resolve(ecmp_chooser(plan, ecmp_hash_seed(plan.experiment.run.seed)))
 
 
 class Bmv2SwitchNode(TimedShell, Node):
@@ -258,6 +268,10 @@ class Bmv2Dataplane(Dataplane):
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         return {}
+
+    def resolve_paths(self, net: Mininet, plan: NetworkPlan) -> NetworkPlan:
+        """The switches' ECMP choices, computed as the P4 program computes them (p4.ecmp)."""
+        return bmv2_paths(plan)
 
     def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
         """The port's BMv2 queues drain at the new rate (their depth stays the link's)."""

@@ -60,12 +60,12 @@ def comm_ideal(job: JobConfig, op: Op, plan: NetworkPlan) -> CommIdeal:
     rates = plan.link_bps()
     if op["op"] == "pipeline":
         def seconds(src: int, dst: int, nbytes: int) -> float:
-            return nbytes * 8 / plan.path_rate_bps(hosts[src], hosts[dst])
+            return nbytes * 8 / plan.path_rate_bps(hosts[src], hosts[dst], job.name)
         t = pipeline.ideal_time(len(hosts), op["micro_batches"], op["forward_s"], op["backward_s"],
                                 op["bytes"], op["grad_bytes"], seconds)
-        rate = min(plan.path_rate_bps(a, b) for a, b in zip(hosts, hosts[1:], strict=False))
+        rate = min(plan.path_rate_bps(a, b, job.name) for a, b in zip(hosts, hosts[1:], strict=False))
         return CommIdeal(t, rate, None)
-    loads = plan.schedule_link_loads(op_schedule(op), hosts)
+    loads = plan.schedule_link_loads(op_schedule(op), hosts, job.name)  # ECMP: along its flows
     link = max(sorted(loads), key=lambda label: loads[label] / rates[label])
     return CommIdeal(loads[link] * 8 / rates[link], rates[link], link)
 

@@ -5,8 +5,10 @@ output and starts `python -m mn_harness.worker SPEC.json` in the worker's host.
 Every rank gets the job's program (jobs/program.py: the phases as operations, DDP buckets
 included) and its own compute durations per iteration (jobs/delays.py, seeded from run.seed).
 
-Ports: job j's connections use TCP port BASE_PORT + its job id (Experiment.job_ids(), the numbering the
-P4 entries use too); an inc_allreduce worker's job id on the aggregation switch is the same id."""
+Ports: job j's ranks listen on TCP port BASE_PORT + its job id and connect from SOURCE_PORT_BASE +
+its job id (network.flows: the plan knows every flow's 5-tuple, which ECMP hashes); job ids are
+Experiment.job_ids(), the numbering the P4 entries use too; an inc_allreduce worker's job id on
+the aggregation switch is the same id."""
 
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from mn_harness.collectives import INC
 from mn_harness.config import Experiment
 from mn_harness.jobs.delays import compute_plan
 from mn_harness.jobs.program import job_program
+from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
 
-BASE_PORT = 40000
 # JSON object of mn_harness.worker.transport.Tunables overrides for every worker of a run, for
 # benchmarks that tune the transport (recorded in each raw/*.spec.json); unset: the defaults.
 TRANSPORT_ENV = "MN_HARNESS_TRANSPORT"
@@ -46,7 +48,8 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
         for rank, host in enumerate(job.hosts):
             stem = worker_stem(raw_dir, job.name, rank)
             out.append((host, WorkerSpec(
-                job=job.name, rank=rank, ips=ips, port=BASE_PORT + job_id,
+                job=job.name, rank=rank, ips=ips, port=listen_port(job_id),
+                src_port=source_port(job_id),
                 collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
                 compute_s=job.compute_s, iterations=job.iterations,
                 start_offset_s=job.start_offset_s, cc=cc_names[job.name],

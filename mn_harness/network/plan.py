@@ -1,20 +1,38 @@
 """The addressing and routing plan for an experiment, computed before anything is created.
 
 Pure data: both data planes (Linux routers, BMv2) consume the same plan, so they forward on
-the same shortest paths and the results (ideal times, which jobs share which link) do not
-depend on the data plane. Each link is its own /24 (`10.<i/256>.<i%256>.0/24`, end a = .1,
-end b = .2) and hosts have exactly one link, so a host's address is its link-a/b address and
-its gateway is the switch end of that link. Routes are hop-count shortest paths with ties
-broken by node name, so loops in the topology (leaf-spine) are fine and runs are repeatable."""
+the same paths and the results (ideal times, which jobs share which link) do not depend on the
+data plane. Each link is its own /24 (`10.<i/256>.<i%256>.0/24`, end a = .1, end b = .2) and
+hosts have exactly one link, so a host's address is its link-a/b address and its gateway is the
+switch end of that link.
+
+Routing (`routing:` in the experiment) works on hop-count shortest paths, so loops in the
+topology (leaf-spine) are fine:
+
+* `shortest` (default): one path per host pair, equal-cost ties broken by node name, so runs
+  are repeatable and every flow between two hosts takes the same path.
+* `ecmp`: every switch keeps all its equal-cost next hops towards a host (in name order) and the
+  data plane picks one per flow by hashing the flow's 5-tuple with a seed, at every switch:
+  Linux multipath routes, or the P4 program's hash-selected next hop. Which path a flow takes
+  is then the data plane's decision. The plan knows each flow's candidate paths
+  (network.flows: the 5-tuples are fixed), and `resolve(choose)` — the data plane's chooser —
+  fixes the choice at every switch, giving a plan in which every flow has exactly one path.
+
+Per-flow paths are what link sharing is computed from: `link_jobs` and `link_ranks` (which
+jobs' and ranks' data crosses each directed link) and each job's bottleneck. In an unresolved
+ECMP plan a flow counts on every link of every candidate path (what it *may* share) and its
+bottleneck is the slowest candidate."""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mn_harness.collectives import INC, Schedule
+from mn_harness.collectives import Schedule
 from mn_harness.config import Experiment, JobConfig, LinkConfig
 from mn_harness.config.workload import CommPhase
+from mn_harness.network.flows import Flow, job_flows, job_pairs, ring_hops
 
 
 @dataclass(frozen=True)
@@ -33,14 +51,41 @@ class Interface:
 
 
 @dataclass(frozen=True)
+class NextHop:
+    out: Interface  # the switch's egress interface
+    node: str
+    ip: str
+    mac: str
+
+
+@dataclass(frozen=True)
 class Route:
+    """A switch's route to one host: one next hop, or (ECMP) every equal-cost one, by name."""
+
     switch: str
     dst_host: str
     dst_ip: str
-    out: Interface  # the switch's egress interface
-    next_hop_node: str
-    next_hop_ip: str
-    next_hop_mac: str
+    next_hops: tuple[NextHop, ...]
+
+    @property
+    def out(self) -> Interface:
+        return self.next_hops[0].out
+
+    @property
+    def next_hop_node(self) -> str:
+        return self.next_hops[0].node
+
+    @property
+    def next_hop_ip(self) -> str:
+        return self.next_hops[0].ip
+
+    @property
+    def next_hop_mac(self) -> str:
+        return self.next_hops[0].mac
+
+    @property
+    def multipath(self) -> bool:
+        return len(self.next_hops) > 1
 
 
 @dataclass(frozen=True)
@@ -54,16 +99,26 @@ class Hop:
         return f"{self.src}->{self.dst}"
 
 
+# The data plane's choice at a switch: (switch, node the packet came from, flow, candidate next
+# nodes in name order) -> the chosen next node.
+Chooser = Callable[[str, str, Flow, tuple[str, ...]], str]
+
+
 class NetworkPlan:
-    def __init__(self, experiment: Experiment):
+    def __init__(self, experiment: Experiment, choices: Mapping[tuple[str, Flow], str] | None = None):
         self.experiment = experiment
+        self.routing = experiment.routing
         self.interfaces: dict[str, list[Interface]] = {}
         self._by_link_end: dict[tuple[int, str], Interface] = {}
         self._plan_interfaces()
         self.host_ip = {h: self.interfaces[h][0].ip for h in experiment.hosts}
-        self._next_hop = self._plan_next_hops()
+        self._candidates = self._plan_next_hops()
         self.routes = self._plan_routes()
+        self.flows = job_flows(experiment)
+        self._choices = dict(choices or {})  # (switch, flow) -> next node, for ECMP
+        self._flow_paths = {flow: self._walk(flow) for flow in self.flows}
 
+    # -- addressing --------------------------------------------------------------------------
     def _plan_interfaces(self) -> None:
         exp = self.experiment
         hosts = set(exp.hosts)
@@ -85,11 +140,22 @@ class NetworkPlan:
                 self.interfaces.setdefault(me[0], []).append(intf)
                 self._by_link_end[(i, me[0])] = intf
 
-    def _plan_next_hops(self) -> dict[tuple[str, str], str]:
-        """(node, dst_host) -> neighbour on a shortest path, ties broken by name."""
+    def gateway(self, host: str) -> Interface:
+        """The host's only interface; its peer is the default gateway."""
+        return self.interfaces[host][0]
+
+    def interface_towards(self, node: str, peer: str) -> Interface:
+        for intf in self.interfaces[node]:
+            if intf.peer_node == peer:
+                return intf
+        raise KeyError(f"{node} has no link to {peer}")
+
+    # -- routing -----------------------------------------------------------------------------
+    def _plan_next_hops(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """(node, dst_host) -> every neighbour on a shortest path to dst, in name order."""
         adj = self.experiment.neighbours()
         hosts = set(self.experiment.hosts)
-        nxt: dict[tuple[str, str], str] = {}
+        nxt: dict[tuple[str, str], tuple[str, ...]] = {}
         for dst in self.experiment.hosts:
             dist = {dst: 0}
             todo = deque([dst])
@@ -105,53 +171,111 @@ class NetworkPlan:
             for node in adj:
                 if node == dst or node not in dist:
                     continue
-                candidates = sorted(
+                candidates = tuple(sorted(
                     peer for peer, _ in adj[node]
                     if dist.get(peer) == dist[node] - 1 and (peer == dst or peer not in hosts)
-                )
+                ))
                 if candidates:
-                    nxt[(node, dst)] = candidates[0]
+                    nxt[(node, dst)] = candidates
         return nxt
 
-    def _interface_towards(self, node: str, peer: str) -> Interface:
-        for intf in self.interfaces[node]:
-            if intf.peer_node == peer:
-                return intf
-        raise KeyError(f"{node} has no link to {peer}")
+    def next_hops(self, node: str, dst: str) -> tuple[str, ...]:
+        """Where `node` may forward a packet for host `dst`: one neighbour with shortest-path
+        routing (ties by name), every equal-cost one with ECMP."""
+        candidates = self._candidates[(node, dst)]
+        return candidates if self.routing == "ecmp" else candidates[:1]
 
     def _plan_routes(self) -> dict[str, list[Route]]:
         routes: dict[str, list[Route]] = {}
         for switch in self.experiment.switch_names:
             entries = []
             for dst in self.experiment.hosts:
-                peer = self._next_hop[(switch, dst)]
-                out = self._interface_towards(switch, peer)
-                entries.append(Route(switch, dst, self.host_ip[dst], out, peer, out.peer_ip, out.peer_mac))
+                hops = []
+                for peer in self.next_hops(switch, dst):
+                    out = self.interface_towards(switch, peer)
+                    hops.append(NextHop(out, peer, out.peer_ip, out.peer_mac))
+                entries.append(Route(switch, dst, self.host_ip[dst], tuple(hops)))
             routes[switch] = entries
         return routes
 
-    def gateway(self, host: str) -> Interface:
-        """The host's only interface; its peer is the default gateway."""
-        return self.interfaces[host][0]
-
     def path(self, src: str, dst: str) -> list[Hop]:
-        """Directed hops a packet from host src to host dst crosses."""
-        hops = []
-        node = src
-        while node != dst:
-            peer = self._next_hop[(node, dst)]
-            hops.append(Hop(node, peer, self._interface_towards(node, peer).link))
-            node = peer
-            if len(hops) > len(self._next_hop) + 1:
-                raise RuntimeError(f"routing loop from {src} to {dst}")
-        return hops
+        """Directed hops from host src to host dst along the first equal-cost path by name (the
+        only path with shortest-path routing)."""
+        return self._hops([src, *self._first_path(src, dst)])
 
-    def path_rate_bps(self, src: str, dst: str) -> float:
-        return min(h.link.bw_bps for h in self.path(src, dst))
+    def _first_path(self, src: str, dst: str) -> list[str]:
+        nodes, node = [], src
+        while node != dst:
+            node = self._candidates[(node, dst)][0]
+            nodes.append(node)
+        return nodes
+
+    def _hops(self, nodes: list[str]) -> list[Hop]:
+        return [Hop(a, b, self.interface_towards(a, b).link) for a, b in zip(nodes, nodes[1:], strict=False)]
+
+    # -- flows -------------------------------------------------------------------------------
+    def _walk(self, flow: Flow) -> list[list[str]]:
+        """Every node sequence `flow` may take (one once the choices are made)."""
+        paths: list[list[str]] = []
+        todo = [[flow.src]]
+        while todo:
+            nodes = todo.pop()
+            node = nodes[-1]
+            if node == flow.dst:
+                paths.append(nodes)
+                continue
+            chosen = self._choices.get((node, flow))
+            options = (chosen,) if chosen is not None else self.next_hops(node, flow.dst)
+            todo.extend([*nodes, peer] for peer in reversed(options))
+        return paths
+
+    @property
+    def resolved(self) -> bool:
+        """True when every flow has exactly one path (always, with shortest-path routing)."""
+        return all(len(paths) == 1 for paths in self._flow_paths.values())
+
+    def resolve(self, choose: Chooser) -> NetworkPlan:
+        """The plan with the data plane's choice made at every switch with several next hops
+        for every flow (`choose` is asked once per flow and such switch, along the path)."""
+        choices: dict[tuple[str, Flow], str] = {}
+        for flow in self.flows:
+            prev, node = flow.src, self.next_hops(flow.src, flow.dst)[0]
+            while node != flow.dst:
+                options = self.next_hops(node, flow.dst)
+                nxt = options[0]
+                if len(options) > 1:
+                    nxt = choose(node, prev, flow, options)
+                    if nxt not in options:
+                        raise ValueError(f"{node}: chose {nxt!r} for {flow.label}, not one of {options}")
+                    choices[(node, flow)] = nxt
+                prev, node = node, nxt
+        return NetworkPlan(self.experiment, choices)
+
+    def flow_paths(self, flow: Flow) -> list[list[Hop]]:
+        """The flow's path (resolved) or every candidate path (unresolved ECMP)."""
+        return [self._hops(nodes) for nodes in self._flow_paths[flow]]
+
+    def flow_nodes(self, flow: Flow) -> list[str]:
+        """The nodes the flow's data crosses (the first candidate when unresolved): what
+        summary.json records as its `flow_paths` entry's path."""
+        return list(self._flow_paths[flow][0])
+
+    def pair_path(self, src: str, dst: str, job: str | None = None) -> list[Hop]:
+        """The hops job `job`'s data from host src to host dst crosses: its flow's path (the
+        first candidate when unresolved); without a job or flow, `path`."""
+        for flow in self.flows:
+            if flow.job == job and flow.src == src and flow.dst == dst:
+                return self.flow_paths(flow)[0]
+        return self.path(src, dst)
+
+    def path_rate_bps(self, src: str, dst: str, job: str | None = None) -> float:
+        return min(h.link.bw_bps for h in self.pair_path(src, dst, job))
+
+    def job_flows(self, job: str) -> list[Flow]:
+        return [f for f in self.flows if f.job == job]
 
     def ring_hops(self, workers: tuple[str, ...]) -> list[tuple[str, str]]:
-        n = len(workers)
-        return [(workers[r], workers[(r + 1) % n]) for r in range(n)]
+        return ring_hops(workers)
 
     def job_bottleneck_bps(self, workers: tuple[str, ...]) -> float:
         """Slowest link any ring hop of the workers crosses (the in-network aggregation's
@@ -159,38 +283,27 @@ class NetworkPlan:
         return min(self.path_rate_bps(a, b) for a, b in self.ring_hops(workers))
 
     def job_pairs(self, job: JobConfig) -> list[tuple[str, str]]:
-        """Directed (src host, dst host) pairs the job's communication phases send over, in
-        first-use order (inc_allreduce: its ring hops, as the aggregation is classified)."""
-        if job.collective == INC:
-            return self.ring_hops(job.workers)
-        pairs: list[tuple[str, str]] = []
-        for phase in job.comm_phases:
-            hosts = phase.participants
-            for a, b in phase.schedule().directed_pairs():
-                if (hosts[a], hosts[b]) not in pairs:
-                    pairs.append((hosts[a], hosts[b]))
-        return pairs
+        return job_pairs(job)
 
-    def schedule_link_loads(self, schedule: Schedule, hosts: tuple[str, ...]) -> dict[str, int]:
+    def schedule_link_loads(self, schedule: Schedule, hosts: tuple[str, ...], job: str | None = None) -> dict[str, int]:
         """Bytes each directed link carries when `schedule` runs on `hosts` (local rank i on
-        hosts[i]), along the plan's routes."""
-        return schedule.link_loads(lambda a, b: [hop.label for hop in self.path(hosts[a], hosts[b])])
+        hosts[i]), along the plan's routes (with `job`: along its flows' paths, ECMP's choice)."""
+        return schedule.link_loads(lambda a, b: [hop.label for hop in self.pair_path(hosts[a], hosts[b], job)])
 
-    def phase_link_loads(self, phase: CommPhase, nbytes: int | None = None) -> dict[str, int]:
-        return self.schedule_link_loads(phase.schedule(nbytes), phase.participants)
+    def phase_link_loads(self, phase: CommPhase, nbytes: int | None = None, job: str | None = None) -> dict[str, int]:
+        return self.schedule_link_loads(phase.schedule(nbytes), phase.participants, job)
 
     def link_ranks(self) -> dict[str, dict[str, list[int]]]:
         """Directed link label -> job -> ranks whose sending sockets carry data across it: the
         throughput of exactly those ranks is what the link carries (a rank that sends to
         several peers over different links counts on each)."""
         out: dict[str, dict[str, list[int]]] = {}
-        for job in self.experiment.jobs:
-            for a, b in self.job_pairs(job):
-                rank = job.rank_of(a)
-                for hop in self.path(a, b):
-                    ranks = out.setdefault(hop.label, {}).setdefault(job.name, [])
-                    if rank not in ranks:
-                        ranks.append(rank)
+        for flow in self.flows:
+            for path in self.flow_paths(flow):
+                for hop in path:
+                    ranks = out.setdefault(hop.label, {}).setdefault(flow.job, [])
+                    if flow.rank not in ranks:
+                        ranks.append(flow.rank)
         return out
 
     def link_bps(self) -> dict[str, float]:
@@ -198,11 +311,4 @@ class NetworkPlan:
 
     def link_jobs(self) -> dict[str, list[str]]:
         """Directed link label -> jobs whose traffic crosses it (in job order)."""
-        shared: dict[str, list[str]] = {}
-        for job in self.experiment.jobs:
-            for a, b in self.job_pairs(job):
-                for hop in self.path(a, b):
-                    names = shared.setdefault(hop.label, [])
-                    if job.name not in names:
-                        names.append(job.name)
-        return shared
+        return {link: list(jobs) for link, jobs in self.link_ranks().items()}

@@ -9,7 +9,10 @@ SwitchConnection.
 
 Routing: every host gets a /32 in `ipv4_lpm` on every switch: egress port = the route's
 interface, source MAC = that interface's MAC, destination MAC = the next hop's MAC (the host's
-own on the last switch, the next switch's port MAC before). `arp_responder` answers every ARP
+own on the last switch, the next switch's port MAC before). With ECMP a route with several
+equal-cost next hops becomes `ecmp_group(base, count, seed)` and `count` `ecmp_members` entries
+from `base` on, one `forward` per next hop in the plan's (name) order; routes with the same next
+hops share one group. `arp_responder` answers every ARP
 request on a port with that port's MAC (proxy ARP), so hosts need no static neighbour entries.
 
 ECN and queue histogram: `egress_port_cfg` per port from the threshold (packets) and the queue
@@ -28,8 +31,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mn_harness.network.flows import ecmp_hash_seed
+
 from .errors import P4Error
-from .limits import MAX_JOBS, MAX_PORTS, NO_MARKING, PORT_MASK, QBUCKET_MAX_SHIFT, QBUCKETS
+from .limits import ECMP_MEMBERS, MAX_JOBS, MAX_PORTS, NO_MARKING, PORT_MASK, QBUCKET_MAX_SHIFT, QBUCKETS
 
 if TYPE_CHECKING:
     from mn_harness.network.plan import NetworkPlan
@@ -47,12 +52,29 @@ class PortSpec:
 
 
 @dataclass(frozen=True)
-class RouteSpec:
-    dst_host: str
-    dst_ip: str
+class NextHopSpec:
     port: int
     src_mac: str
     dst_mac: str
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    dst_host: str
+    dst_ip: str
+    next_hops: tuple[NextHopSpec, ...]  # several: an ECMP group
+
+    @property
+    def port(self) -> int:
+        return self.next_hops[0].port
+
+    @property
+    def src_mac(self) -> str:
+        return self.next_hops[0].src_mac
+
+    @property
+    def dst_mac(self) -> str:
+        return self.next_hops[0].dst_mac
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,7 @@ class SwitchSpec:
     device_id: int
     ports: tuple[PortSpec, ...]
     routes: tuple[RouteSpec, ...]
+    ecmp_seed: int = 0  # the hash seed of its ECMP groups (network.flows.ecmp_hash_seed)
 
     def port_numbers(self) -> list[int]:
         return sorted(p.port for p in self.ports)
@@ -72,6 +95,7 @@ class SwitchSpec:
 
 def switch_specs(plan: NetworkPlan) -> dict[str, SwitchSpec]:
     """Per switch: ports and routes from the plan; device ids 1, 2, ... in switch order."""
+    seed = ecmp_hash_seed(plan.experiment.run.seed)
     specs = {}
     for device_id, name in enumerate(plan.experiment.switch_names, 1):
         ports = tuple(PortSpec(i.port, i.mac, i.peer_node) for i in plan.interfaces.get(name, []))
@@ -79,9 +103,10 @@ def switch_specs(plan: NetworkPlan) -> dict[str, SwitchSpec]:
             if not 0 <= p.port < MAX_PORTS:
                 raise TopologyError(f"switch {name} has port {p.port}: ecn_telemetry.p4 supports "
                                     f"ports 0..{MAX_PORTS - 1} (MAX_PORTS)")
-        routes = tuple(RouteSpec(r.dst_host, r.dst_ip, r.out.port, r.out.mac, r.next_hop_mac)
+        routes = tuple(RouteSpec(r.dst_host, r.dst_ip,
+                                 tuple(NextHopSpec(h.out.port, h.out.mac, h.mac) for h in r.next_hops))
                        for r in plan.routes[name])
-        specs[name] = SwitchSpec(name, device_id, ports, routes)
+        specs[name] = SwitchSpec(name, device_id, ports, routes, seed)
     return specs
 
 
@@ -187,10 +212,7 @@ def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
     for p in sorted(spec.ports, key=lambda p: p.port):
         entries.append(Entry("arp_responder", {"standard_metadata.ingress_port": p.port},
                              "arp_reply", {"port_mac": p.mac}))
-    for r in sorted(spec.routes, key=lambda r: r.dst_host):
-        entries.append(Entry("ipv4_lpm", {"hdr.ipv4.dstAddr": f"{r.dst_ip}/32"},
-                             "forward", {"port": r.port, "src_mac": r.src_mac,
-                                         "dst_mac": r.dst_mac}))
+    entries += route_entries(spec)
     port_thresholds = dict(port_thresholds or {})
     queue_depths = dict(queue_depths or {})
     for port in spec.port_numbers():
@@ -203,6 +225,34 @@ def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
                                               "bucket_shift": qbucket_shift(
                                                   queue_depths.get(port))}))
     entries.extend(job_entries(job_rules))
+    return entries
+
+
+def _forward(hop: NextHopSpec) -> dict[str, Any]:
+    return {"port": hop.port, "src_mac": hop.src_mac, "dst_mac": hop.dst_mac}
+
+
+def route_entries(spec: SwitchSpec) -> list[Entry]:
+    """`ipv4_lpm` per host: forward, or ecmp_group over `ecmp_members` (one group per distinct
+    set of next hops, members in the plan's order)."""
+    entries: list[Entry] = []
+    groups: dict[tuple[NextHopSpec, ...], int] = {}
+    for r in sorted(spec.routes, key=lambda r: r.dst_host):
+        match = {"hdr.ipv4.dstAddr": f"{r.dst_ip}/32"}
+        if len(r.next_hops) == 1:
+            entries.append(Entry("ipv4_lpm", match, "forward", _forward(r.next_hops[0])))
+            continue
+        if r.next_hops not in groups:
+            base = sum(len(g) for g in groups)
+            if base + len(r.next_hops) > ECMP_MEMBERS:
+                raise TopologyError(f"switch {spec.name}: ECMP groups need more than {ECMP_MEMBERS} "
+                                    "members (ECMP_MEMBERS)")
+            groups[r.next_hops] = base
+            entries += [Entry("ecmp_members", {"meta.ecmp_member": base + i}, "forward", _forward(hop))
+                        for i, hop in enumerate(r.next_hops)]
+        entries.append(Entry("ipv4_lpm", match, "ecmp_group",
+                             {"base": groups[r.next_hops], "count": len(r.next_hops),
+                              "seed": spec.ecmp_seed}))
     return entries
 
 

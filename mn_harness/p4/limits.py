@@ -29,6 +29,10 @@ SMALL_PACKET_MAX_IP_BYTES = 128  # SMALL_PKT_MAX_LEN: IPv4 total length of a "sm
 SMALL_FRAME_BYTES = SMALL_PACKET_MAX_IP_BYTES + ETHERNET_HEADER_BYTES
 QDEPTH_BITS = 19          # standard_metadata.enq_qdepth and the ecn_threshold are bit<19>
 NO_MARKING = (1 << QDEPTH_BITS) - 1  # the initial ecn_threshold 0x7FFFF: never mark
+ECMP_MEMBERS = 1024       # ECMP_MEMBERS: ecmp_members entries per switch (all groups together)
+# ecmp_group's crc32 input, in order: (field, bits); mn_harness/p4/ecmp.py packs exactly this
+ECMP_HASH_INPUTS = (("hdr.ipv4.srcAddr", 32), ("hdr.ipv4.dstAddr", 32), ("hdr.ipv4.protocol", 8),
+                    ("meta.l4_src", 16), ("meta.l4_dst", 16), ("seed", 32))
 
 # -- aggregation.p4 ------------------------------------------------------------------------------
 AGG_VECLEN = 64           # AGG_VECLEN: int32 values per aggregation packet

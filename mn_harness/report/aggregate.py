@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mn_harness.report.metrics import RunMetrics, compute_metrics
 from mn_harness.results.loaders import load_run
-from mn_harness.results.stats import mean_ci95
+from mn_harness.results.stats import mean_ci95, median_with_never, wilson_ci95
 
 ALL_SCOPE = "all"
 JOB_METRICS = (
@@ -26,26 +26,34 @@ JOB_METRICS = (
     "slowdown_p99",
     "overlap_mean",
     "convergence_iteration",
+    "converged",
 )
 LINK_METRICS = ("jain_mean", "jain_min", "overlap_mean")
 ALL_METRICS = (
     "mean_iter_s",
     "p99_iter_s",
     "slowdown_mean",
+    "slowdown_p99",
     "overlap_mean",
     "convergence_iteration",
+    "converged",
 )
+CONVERGED = "converged"  # 1 = converged, 0 = never, None = no rival: runs that could converge
 
 
 def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
     """{(scope, metric): value}: per job, per shared link ("link:<name>"), and across jobs.
 
-    Across jobs ("all"): mean over jobs of mean/p99 iteration time, slowdown and overlap;
+    Across jobs ("all"): mean over jobs of mean/p99 iteration time, mean/p99 slowdown and overlap;
     convergence_iteration is the latest convergence among jobs that have a rival (the run has
-    converged when every such job has), None if any of them never converged or none has one."""
+    converged when every such job has), None if any of them never converged or none has one.
+    `converged` is 1.0 or 0.0 where the job (the run) had rivals to interleave with, else None."""
     out: dict[tuple[str, str], float | None] = {}
     for job, jm in metrics.jobs.items():
         for name in JOB_METRICS:
+            if name == CONVERGED:
+                out[(job, name)] = _converged(jm)
+                continue
             value = getattr(jm, name)
             out[(job, name)] = None if value is None else float(value)
     for link, lm in metrics.links.items():
@@ -53,7 +61,7 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
             value = getattr(lm, name)
             out[(f"link:{link}", name)] = None if value is None else float(value)
     jobs = list(metrics.jobs.values())
-    for name in ("mean_iter_s", "p99_iter_s", "slowdown_mean", "overlap_mean"):
+    for name in ("mean_iter_s", "p99_iter_s", "slowdown_mean", "slowdown_p99", "overlap_mean"):
         vals = [getattr(j, name) for j in jobs if getattr(j, name) is not None]
         out[(ALL_SCOPE, name)] = sum(vals) / len(vals) if vals else None
     contended = [j for j in jobs if j.contended_iterations > 0]
@@ -61,7 +69,14 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
     out[(ALL_SCOPE, "convergence_iteration")] = (
         float(max(c for c in conv if c is not None)) if contended and all(c is not None for c in conv) else None
     )
+    out[(ALL_SCOPE, CONVERGED)] = float(all(c is not None for c in conv)) if contended else None
     return out
+
+
+def _converged(jm) -> float | None:
+    if not jm.rivals or jm.contended_iterations == 0:
+        return None
+    return 0.0 if jm.convergence_iteration is None else 1.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +88,12 @@ class RunRef:
 
 @dataclass
 class CompareRow:
-    """One label × scope × metric: statistics over the runs where the metric had a value."""
+    """One label × scope × metric: statistics over the runs where the metric had a value.
+
+    `converged`: mean = the fraction of the runs (that had rivals) that converged, with its
+    Wilson interval in `interval`. `convergence_iteration`: `median` over every such run, one
+    that never converged counting as later than any (None: the median run never converged);
+    `mean` and its CI are over the converged runs only."""
 
     label: str
     scope: str
@@ -84,13 +104,20 @@ class CompareRow:
     std: float | None
     ci95_half: float | None
     values: list[float] = field(default_factory=list)
+    median: float | None = None
+    interval: tuple[float, float] | None = None  # a CI that is not mean ± half (a proportion)
+    of: int = 0  # convergence_iteration: the runs the median is over (converged or never)
 
     @property
     def ci95_low(self) -> float | None:
+        if self.interval is not None:
+            return self.interval[0]
         return None if self.mean is None or self.ci95_half is None else self.mean - self.ci95_half
 
     @property
     def ci95_high(self) -> float | None:
+        if self.interval is not None:
+            return self.interval[1]
         return None if self.mean is None or self.ci95_half is None else self.mean + self.ci95_half
 
 
@@ -125,24 +152,36 @@ def aggregate_metrics(results: Sequence[tuple[RunRef, RunMetrics]]) -> list[Comp
     labels: list[str] = []
     keys: list[tuple[str, str]] = []
     values: dict[tuple[str, str, str], list[float]] = {}
+    # convergence over every run that could converge: its iteration, or None for never
+    reached: dict[tuple[str, str], list[float | None]] = {}
     runs_per_label: dict[str, int] = {}
     for ref, metrics in results:
         if ref.label not in labels:
             labels.append(ref.label)
         runs_per_label[ref.label] = runs_per_label.get(ref.label, 0) + 1
-        for (scope, name), value in flatten_metrics(metrics).items():
+        flat = flatten_metrics(metrics)
+        for (scope, name), value in flat.items():
             if (scope, name) not in keys:
                 keys.append((scope, name))
             bucket = values.setdefault((ref.label, scope, name), [])
             if value is not None:
                 bucket.append(value)
+            if name == CONVERGED and value is not None:
+                reached.setdefault((ref.label, scope), []).append(
+                    flat.get((scope, "convergence_iteration")) if value else None)
     keys.sort(key=lambda k: (k[0] != ALL_SCOPE, k[0].startswith("link:")))
     rows: list[CompareRow] = []
     for label in labels:
         for scope, name in keys:
             vals = values.get((label, scope, name), [])
             m, s, h = mean_ci95(vals) if vals else (None, None, None)
-            rows.append(CompareRow(label, scope, name, runs_per_label[label], len(vals), m, s, h, list(vals)))
+            row = CompareRow(label, scope, name, runs_per_label[label], len(vals), m, s, h, list(vals))
+            if name == CONVERGED and vals:
+                row.ci95_half, row.interval = None, wilson_ci95(round(sum(vals)), len(vals))
+            if name == "convergence_iteration" and reached.get((label, scope)):
+                row.median = median_with_never(reached[(label, scope)])
+                row.of = len(reached[(label, scope)])
+            rows.append(row)
     return rows
 
 
@@ -155,6 +194,8 @@ def aggregate(runs: Sequence[tuple[str, int, Path | str] | RunRef]) -> list[Comp
 def metric_title(metric: str) -> str:
     if metric.endswith("_s"):
         return metric[:-2] + " (ms)"
-    if metric == "overlap_mean":
-        return "overlap_mean (%)"
+    if metric in ("overlap_mean", CONVERGED):
+        return f"{metric} (%)"
+    if metric == "convergence_iteration":
+        return "convergence_iteration (median)"
     return metric

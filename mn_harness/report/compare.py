@@ -23,6 +23,7 @@ CSV_COLUMNS = (
     "ci95_half",
     "ci95_low",
     "ci95_high",
+    "median",
     "values",
 )
 
@@ -41,6 +42,7 @@ def write_compare_csv(rows: Sequence[CompareRow], path: Path) -> Path:
                     r.runs,
                     r.n,
                     *("" if c is None else repr(c) for c in cells),
+                    "" if r.median is None else repr(r.median),
                     json.dumps(r.values),
                 ]
             )
@@ -48,6 +50,11 @@ def write_compare_csv(rows: Sequence[CompareRow], path: Path) -> Path:
 
 
 def _cell(r: CompareRow) -> str:
+    if r.metric == "convergence_iteration" and r.of:
+        median = "never" if r.median is None else f"{r.median:.1f}"
+        return f"{median} ({r.n}/{r.of} converged)"
+    if r.metric == "converged" and r.mean is not None and r.interval is not None:
+        return f"{r.mean * 100:.0f}% [{r.interval[0] * 100:.0f}–{r.interval[1] * 100:.0f}] (n={r.n}/{r.runs})"
     if r.mean is None:
         return f"- (n=0/{r.runs})"
     scale, digits = (1e3, 1) if r.metric.endswith("_s") else (1.0, 3)
@@ -89,7 +96,10 @@ def render_compare_md(
     lines.append(
         "Each cell: mean ± half-width of the 95% Student-t confidence interval over repetitions "
         "(n = runs where the metric had a value / runs). Times in ms, overlap in %. Scope "
-        "`all`: mean over jobs (convergence: latest among jobs with a rival)."
+        "`all`: mean over jobs (convergence: latest among jobs with a rival). Convergence: the "
+        "median convergence iteration over every run that had rivals, a run that never converged "
+        "counting as later than any (\"never\": the median run never did), and how many converged; "
+        "`converged`: that fraction with its 95% Wilson interval."
     )
     for scope, body in tables.items():
         lines += ["", f"## {scope}", "", markdown_table(["metric", *labels], body)]

@@ -43,6 +43,33 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
+def _prediction(jm: JobMetrics) -> str:
+    """CASSINI's slowdown at the best shifts, and with the phases aligned in brackets."""
+    if jm.predicted_slowdown is None:
+        return "-"
+    aligned = "" if jm.predicted_aligned_slowdown is None else f" ({jm.predicted_aligned_slowdown:.2f})"
+    return f"{jm.predicted_slowdown:.2f}{aligned}"
+
+
+def cassini_lines(summary: dict) -> list[str]:
+    """report.md's CASSINI section: the links' scores and shifts, the loops."""
+    pred = summary.get("cassini")
+    if not isinstance(pred, dict) or not pred.get("links"):
+        return []
+    rows = [[link, ", ".join(lp["jobs"]), f"{lp['score']:.3f}", f"{lp['joint_score']:.3f}",
+             f"{lp['aligned_score']:.3f}", ", ".join(f"{j} {s * 1e3:.0f} ms" for j, s in lp["shifts_s"].items())]
+            for link, lp in pred["links"].items()]
+    lines = ["", "## CASSINI prediction", "",
+             markdown_table(["link", "jobs", "score", "joint score", "aligned score", "best shifts"], rows), "",
+             "Compatibility score on the unified circle (1 = the phases can be rotated apart), at the best "
+             "rotation for the link alone, at one rotation per job for all its links (joint), and with "
+             "the phases aligned; predicted slowdown = 2 − score (the job table's CASSINI column: joint, "
+             "aligned in brackets). Model and definitions: docs/results.md."]
+    for loop in pred.get("loops") or []:
+        lines.append(f"- circular dependency: {' – '.join(loop)}")
+    return lines
+
+
 PHASE_HEADERS = ["job", "phase", "kind", "collective", "mean ms", "busbw Gbit/s", "mean delay ms"]
 
 
@@ -74,12 +101,14 @@ JOB_HEADERS = [
     "cc",
     "iters",
     "missing",
+    "warm-up ms",
     "mean ms",
     "p50 ms",
     "p99 ms",
     "baseline ms",
     "slowdown",
     "p99 slowdown",
+    "CASSINI",
     "overlap",
     "converged at",
 ]
@@ -91,14 +120,16 @@ def job_rows(metrics: RunMetrics) -> list[list[str]]:
         [
             jm.job,
             jm.cc or "-",
-            str(jm.n_iterations),
+            str(jm.n_iterations - jm.warmup_iterations),
             str(jm.missing_rows),
+            _ms(jm.warmup_mean_iter_s) + (f" ({jm.warmup_iterations})" if jm.warmup_iterations else ""),
             _ms(jm.mean_iter_s),
             _ms(jm.p50_iter_s),
             _ms(jm.p99_iter_s),
             _ms(jm.baseline_iter_s) + (f" ({jm.baseline})" if jm.baseline else ""),
             _num(jm.slowdown_mean),
             _num(jm.slowdown_p99),
+            _prediction(jm),
             _pct(jm.overlap_mean),
             convergence_text(jm),
         ]
@@ -157,13 +188,16 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         lines.append("")
         lines.append("Congestion control: " + ", ".join(f"{j} = `{c}`" for j, c in s.cc.items()))
     lines += ["", "## Jobs", "", markdown_table(JOB_HEADERS, job_rows(metrics)), ""]
+    warm = max((jm.warmup for jm in metrics.jobs.values()), default=0)
     lines.append(
         f"Iteration time = the slowest rank's iteration end − t_start (complete iterations "
-        f"only); percentiles by linear interpolation; overlap = mean over contended "
+        f"only; the first {warm} are warm-up, shown on their own (mean and count) and left out of "
+        f"iters, mean, percentiles and overlap); percentiles by linear interpolation; overlap = mean over contended "
         f"iterations of the fraction of the job's communication time during which a job sharing "
         f"a link also communicated; converged at = first iteration from which overlap stays "
         f"≤ {metrics.convergence_threshold:.0%}."
     )
+    lines += cassini_lines(s.raw)
     phases = phase_rows(s.raw)
     if phases:
         lines += ["", "## Phases", "", markdown_table(PHASE_HEADERS, phases), ""]

@@ -14,7 +14,9 @@ definitions (also in the README, "Results, metrics and plots"):
 * **Contended** iteration: I intersects the active span [first t_start, last t_comm_end] of at
   least one rival. Iterations before a late rival starts or after it finished are not
   contended; they are reported but left out of the overlap mean and of convergence, or a run
-  where one job simply finishes first would look "converged".
+  where one job simply finishes first would look "converged". The overlap mean also leaves
+  the warm-up iterations out (like the iteration statistics); convergence counts from
+  iteration 0, warm-up included, since how fast the phases separate is the question.
 * **Convergence iteration**: over contended complete iterations in order, the first iteration k
   with overlap ≤ threshold (10%) at k and at every later one; None if the last one is above the
   threshold, or if there is no contended iteration (a job alone).
@@ -218,6 +220,11 @@ class JobMetrics:
     overlap_mean: float | None
     convergence_iteration: int | None
     per_iteration: list[dict[str, Any]] = field(default_factory=list)
+    warmup: int = 0
+    warmup_iterations: int = 0
+    warmup_mean_iter_s: float | None = None
+    predicted_slowdown: float | None = None  # CASSINI at the best shifts (jobs.cassini)
+    predicted_aligned_slowdown: float | None = None  # CASSINI with the phases aligned
 
 
 @dataclass
@@ -301,7 +308,8 @@ def compute_metrics(
         n_iter = info.iterations_planned if info and info.iterations_planned else None
         if n_iter is None:
             n_iter = max(seen_iter, (info.iterations or 0) if info else 0)
-        stats = job_stats(all_iters, iterations, job, n_ranks, n_iter)
+        warmup = info.warmup if info else 0
+        stats = job_stats(all_iters, iterations, job, n_ranks, n_iter, warmup)
         missing_total += stats.missing_rows
         if stats.missing_rows:
             notes.append(f"{job}: {stats.missing_rows} missing row(s) of {n_ranks * n_iter} expected")
@@ -312,7 +320,7 @@ def compute_metrics(
         job_rivals = rivals(summary.link_jobs, job)
         ovs = iteration_overlaps(job, iters, job_rivals)
         contended = [(o.iteration, o.overlap) for o in ovs if o.contended]
-        contended_vals = [ov for _, ov in contended if ov is not None]
+        contended_vals = [ov for it, ov in contended if ov is not None and it >= warmup]
         by_it = {o.iteration: o for o in ovs}
         jobs_out[job] = JobMetrics(
             job=job,
@@ -338,9 +346,15 @@ def compute_metrics(
                     "comm_time": i.comm_time,
                     "overlap": by_it[i.iteration].overlap if i.iteration in by_it else None,
                     "contended": by_it[i.iteration].contended if i.iteration in by_it else False,
+                    "warmup": i.iteration < warmup,
                 }
                 for i in stats.complete
             ],
+            warmup=warmup,
+            warmup_iterations=stats.warmup_iterations,
+            warmup_mean_iter_s=stats.warmup_mean_iter_s,
+            predicted_slowdown=info.predicted_slowdown if info else None,
+            predicted_aligned_slowdown=info.predicted_aligned_slowdown if info else None,
         )
 
     series = job_throughput(throughput)

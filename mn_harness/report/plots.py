@@ -295,17 +295,28 @@ def plot_compare_metrics(rows: Sequence[CompareRow], path: Path) -> Path | None:
     fig, axes = plt.subplots(1, len(wanted), figsize=(3.2 * len(wanted), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], wanted, strict=True):
         cells = {r.label: r for r in rows if r.scope == ALL_SCOPE and r.metric == metric}
-        scale = 1e3 if metric.endswith("_s") else (100.0 if metric == "overlap_mean" else 1.0)
-        means = [(cells[lab].mean or 0.0) * scale if lab in cells else 0.0 for lab in labels]
-        errs = [(cells[lab].ci95_half or 0.0) * scale if lab in cells else 0.0 for lab in labels]
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=4, color=colours)
-        for x, lab in enumerate(labels):
-            if lab not in cells or cells[lab].mean is None:
-                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize="small")
+        scale = 1e3 if metric.endswith("_s") else (100.0 if metric in ("overlap_mean", "converged") else 1.0)
+        if metric == "convergence_iteration":  # the median over all runs, never counted as never
+            values = [cells[lab].median if lab in cells else None for lab in labels]
+            lows = highs = [0.0] * len(labels)
+        else:
+            values = [cells[lab].mean if lab in cells else None for lab in labels]
+            lows, highs = [], []
+            for lab, v in zip(labels, values, strict=True):
+                lo, hi = (cells[lab].ci95_low, cells[lab].ci95_high) if lab in cells else (None, None)
+                lows.append(0.0 if v is None or lo is None else (v - lo) * scale)
+                highs.append(0.0 if v is None or hi is None else (hi - v) * scale)
+        ax.bar(range(len(labels)), [(v or 0.0) * scale for v in values], yerr=[lows, highs], capsize=4,
+               color=colours)
+        for x, (lab, v) in enumerate(zip(labels, values, strict=True)):
+            if v is None:
+                text = "never" if metric == "convergence_iteration" and lab in cells and cells[lab].of else "n/a"
+                ax.annotate(text, (x, 0), ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize="small")
         ax.set_title(metric_title(metric), fontsize="small")
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle("mean ± 95% CI over repetitions (all jobs)", fontsize="medium")
+    fig.suptitle("mean ± 95% CI over repetitions (all jobs; convergence: median over runs)",
+                 fontsize="medium")
     return _save(fig, path)
 
 

@@ -12,7 +12,11 @@ slowest worker, so the definitions (docs/results.md is their description for use
   enter the statistics (a partial one would understate the time); incomplete ones are counted.
 * **Missing rows**: the (rank, iteration) pairs in range(n) × range(planned iterations) that
   have no row (duplicates and out-of-range rows do not hide a missing one).
-* **Statistics**: mean, p50, p99 (type-7 percentiles, results.stats) over complete iterations.
+* **Warm-up**: the first `warmup` iterations (run.warmup, default 2, as nccl-tests' -w; index <
+  warmup) are left out of the statistics and reported on their own (their mean), because the
+  first iterations ramp connections up and start from an arbitrary phase offset.
+* **Statistics**: mean, p50, p99 (type-7 percentiles, results.stats) over the complete
+  iterations after the warm-up ("measured").
 * **Slowdown** = mean (or p99) iteration time / baseline; the baseline is the measured isolated
   iteration time when the run has one, else the ideal iteration time (jobs.ideal)."""
 
@@ -99,15 +103,28 @@ def ratio(value: float | None, baseline: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class JobStats:
-    """A job's iteration statistics over its complete iterations (None: none complete)."""
+    """A job's iteration statistics over its measured iterations: complete and after the
+    warm-up (None: none)."""
 
-    n_iterations: int
+    n_iterations: int  # complete iterations, warm-up included
     incomplete_iterations: int
     missing_rows: int
     mean_iter_s: float | None
     p50_iter_s: float | None
     p99_iter_s: float | None
     complete: tuple[JobIteration, ...]
+    warmup: int = 0  # iterations with index < warmup are warm-up
+    warmup_iterations: int = 0  # complete warm-up iterations
+    warmup_mean_iter_s: float | None = None
+
+    @property
+    def measured(self) -> tuple[JobIteration, ...]:
+        """The complete iterations the statistics are over."""
+        return tuple(i for i in self.complete if i.iteration >= self.warmup)
+
+    @property
+    def measured_iterations(self) -> int:
+        return self.n_iterations - self.warmup_iterations
 
     def slowdown_mean(self, baseline: float | None) -> float | None:
         return ratio(self.mean_iter_s, baseline)
@@ -117,11 +134,13 @@ class JobStats:
 
 
 def job_stats(iters: Sequence[JobIteration], rows: Iterable[IterationRow], job: str,
-              n_ranks: int, n_iterations: int) -> JobStats:
+              n_ranks: int, n_iterations: int, warmup: int = 0) -> JobStats:
     """Statistics of one job from its aggregated iterations (job_iterations()[job]) and the
-    raw rows (for the missing-row count against n_ranks × n_iterations planned)."""
+    raw rows (for the missing-row count against n_ranks × n_iterations planned), leaving the
+    first `warmup` iterations out."""
     complete = tuple(i for i in iters if i.complete)
-    times = [i.iter_time for i in complete]
+    times = [i.iter_time for i in complete if i.iteration >= warmup]
+    warm = [i.iter_time for i in complete if i.iteration < warmup]
     return JobStats(
         n_iterations=len(complete),
         incomplete_iterations=len(iters) - len(complete),
@@ -130,4 +149,7 @@ def job_stats(iters: Sequence[JobIteration], rows: Iterable[IterationRow], job: 
         p50_iter_s=percentile(times, 50) if times else None,
         p99_iter_s=percentile(times, 99) if times else None,
         complete=complete,
+        warmup=warmup,
+        warmup_iterations=len(warm),
+        warmup_mean_iter_s=mean(warm) if warm else None,
     )

@@ -55,6 +55,10 @@ class JobInfo:
     bottleneck_bps: float | None
     isolated_iter_s: float | None = None
     iterations_planned: int | None = None
+    warmup: int = 0  # iterations left out of the statistics (0 for summaries from before warm-up)
+    # CASSINI's predicted slowdown at the best shifts and with the phases aligned (summary "cassini")
+    predicted_slowdown: float | None = None
+    predicted_aligned_slowdown: float | None = None
 
     @property
     def baseline_iter_s(self) -> float | None:
@@ -190,8 +194,13 @@ def parse_summary(raw: Any, where: str = "summary.json") -> Summary:
     if not isinstance(raw, dict):
         raise ConfigError(where, f"expected a JSON object, got {type(raw).__name__}")
     jobs: dict[str, JobInfo] = {}
+    cassini = raw.get("cassini")
+    predicted = cassini.get("jobs") if isinstance(cassini, dict) else None
+    predicted = predicted if isinstance(predicted, dict) else {}
     for name, info in _object(raw.get("jobs"), where, "jobs").items():
         info = _object(info, where, f"jobs.{shown(name)}")
+        guess = predicted.get(name)
+        guess = guess if isinstance(guess, dict) else {}
         jobs[str(name)] = JobInfo(
             name=str(name),
             workers=[str(w) for w in _array(info.get("workers"), where, f"jobs.{shown(name)}.workers")],
@@ -202,6 +211,9 @@ def parse_summary(raw: Any, where: str = "summary.json") -> Summary:
             bottleneck_bps=_opt_float(info.get("bottleneck_bps")),
             isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
             iterations_planned=_opt_int(info.get("iterations_planned")),
+            warmup=_opt_int(info.get("warmup")) or 0,
+            predicted_slowdown=_opt_float(guess.get("slowdown")),
+            predicted_aligned_slowdown=_opt_float(guess.get("aligned_slowdown")),
         )
     link_jobs = {str(k): [str(j) for j in _array(v, where, f"link_jobs.{shown(k)}")]
                  for k, v in _object(raw.get("link_jobs"), where, "link_jobs").items()}

@@ -69,3 +69,33 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float | None, float | Non
         return m, None, None
     s = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
     return m, s, t_critical_95(n - 1) * s / math.sqrt(n)
+
+
+Z95 = 1.959964  # two-sided 95% normal quantile
+
+
+def wilson_ci95(successes: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion successes/n (sensible at 0/n and n/n, unlike
+    the normal approximation: 5 of 5 gives [0.57, 1], not [1, 1])."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, n >= 1; got {successes}/{n}")
+    p = successes / n
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def median_with_never(values: Sequence[float | None]) -> float | None:
+    """Median (type 7) where None means "never happened" and sorts above every number; None when
+    the median itself is "never" (more than half never)."""
+    if not values:
+        raise ValueError("median of an empty sequence")
+    ordered = sorted(math.inf if v is None else v for v in values)
+    m = percentile(ordered, 50) if all(math.isfinite(v) for v in ordered) else _median_inf(ordered)
+    return None if math.isinf(m) else m
+
+
+def _median_inf(ordered: Sequence[float]) -> float:
+    n = len(ordered)
+    lo, hi = ordered[(n - 1) // 2], ordered[n // 2]
+    return math.inf if math.isinf(hi) else (lo + hi) / 2

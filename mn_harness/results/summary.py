@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mn_harness.config import Experiment
+from mn_harness.jobs.cassini import predict
 from mn_harness.jobs.ideal import bytes_sent_per_rank, ideal_iteration_s, phase_summary
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.collect import write_run_csvs
@@ -30,7 +31,8 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[Iteratio
     iters = job_iterations(rows, {job.name: job.n_ranks for job in experiment.jobs})
     jobs = {}
     for job in experiment.jobs:
-        stats = job_stats(iters.get(job.name, []), rows, job.name, job.n_ranks, job.iterations)
+        stats = job_stats(iters.get(job.name, []), rows, job.name, job.n_ranks, job.iterations,
+                          experiment.warmup_of(job))
         ideal, rate = ideal_iteration_s(job, plan)
         sent = bytes_sent_per_rank(job)
         complete = {i.iteration for i in stats.complete}
@@ -59,6 +61,8 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[Iteratio
             "p99_iter_s": stats.p99_iter_s,
             "slowdown_mean": stats.slowdown_mean(ideal),
             "slowdown_p99": stats.slowdown_p99(ideal),
+            "warmup": stats.warmup,
+            "warmup_mean_iter_s": stats.warmup_mean_iter_s,
         }
     return {
         "experiment": experiment.name,
@@ -67,7 +71,33 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[Iteratio
         "link_jobs": plan.link_jobs(),
         "link_ranks": plan.link_ranks(),
         "link_bps": plan.link_bps(),
+        "routing": plan.routing,
+        "flow_paths": flow_paths(plan),
+        "cassini": cassini(experiment, plan),
     }
+
+
+def cassini(experiment: Experiment, plan: NetworkPlan) -> dict | None:
+    """CASSINI's prediction on the paths the flows took (None while an ECMP choice is unknown);
+    an error in the prediction must not cost the run its summary."""
+    if not plan.resolved:
+        return None
+    try:
+        return predict(experiment, plan).to_dict()
+    except Exception as exc:  # noqa: BLE001 - the measurement matters more than the model
+        return {"error": str(exc)}
+
+
+def flow_paths(plan: NetworkPlan) -> dict[str, list[dict]]:
+    """job -> one entry per flow: rank, 5-tuple and the nodes its data crossed (with ECMP, the
+    data plane's choice; `resolved` false if the run ended before the choice was known)."""
+    out: dict[str, list[dict]] = {}
+    for flow in plan.flows:
+        out.setdefault(flow.job, []).append({
+            "rank": flow.rank, "src": flow.src, "dst": flow.dst, "sport": flow.sport,
+            "dport": flow.dport, "path": plan.flow_nodes(flow),
+            "resolved": len(plan.flow_paths(flow)) == 1})
+    return out
 
 
 def write_summary(results_dir: Path, summary: dict) -> Path:

@@ -54,11 +54,11 @@ def _run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedPr
 
 
 def make_plan(hosts: Sequence[str], switches: Sequence[str],
-              links: Sequence[tuple[str, str]]) -> NetworkPlan:
+              links: Sequence[tuple[str, str]], routing: str = "shortest", seed: int = 1) -> NetworkPlan:
     """A NetworkPlan for a small test topology (one dummy job over all hosts: the plan needs
-    one; nothing is run)."""
+    one; nothing is run). `routing: ecmp` installs ECMP groups hashing with `seed`'s hash seed."""
     return NetworkPlan(load_experiment_dict({
-        "hosts": list(hosts), "switches": list(switches),
+        "hosts": list(hosts), "switches": list(switches), "routing": routing, "run": {"seed": seed},
         "links": [{"endpoints": [a, b]} for a, b in links], "link_defaults": {"bw": "1Gbit"},
         "jobs": [{"name": "j", "workers": list(hosts), "bytes_per_iteration": "1MB",
                   "compute": "10ms", "iterations": 1}]}, "p4testbed"))

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(spec: WorkerSpec) -> int:
-    transport = Transport(spec.rank, spec.ips, spec.port, spec.cc, Tunables.from_overrides(spec.transport))
+    transport = Transport(spec.rank, spec.ips, spec.port, spec.cc, Tunables.from_overrides(spec.transport),
+                          spec.src_port)
     transport.connect(my_peers(spec), spec.connect_timeout_s)
     print("READY", flush=True)
     t0 = wait_for_go()

@@ -16,7 +16,7 @@ class WorkerSpec:
     job: str
     rank: int
     ips: tuple[str, ...]  # every rank's address, in rank order (workers, then servers)
-    port: int
+    port: int  # the port every rank listens on
     collective: str
     bytes_per_iteration: int
     compute_s: float
@@ -27,6 +27,7 @@ class WorkerSpec:
     throughput_path: str  # JSON lines, one per iteration (bins of that iteration)
     bin_s: float = 0.010
     connect_timeout_s: float = 20.0
+    src_port: int = 0  # the port a rank connects from (a fixed 5-tuple for ECMP); 0: any
     # The iteration (mn_harness/jobs/program.py): operations, and this rank's compute seconds
     # per iteration and compute phase (jobs/delays.py) with the phases' means. Empty: the short
     # form [compute_s, collective over every rank].

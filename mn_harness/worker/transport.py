@@ -179,8 +179,11 @@ def set_cc(sock: socket.socket, cc: str) -> None:
 
 class Transport:
     def __init__(self, rank: int, addresses: tuple[str, ...], port: int, cc: str,
-                 tunables: Tunables | None = None):
+                 tunables: Tunables | None = None, src_port: int = 0):
         self.rank, self.addresses, self.port, self.cc = rank, addresses, port, cc
+        # the port every connection is made from (network.flows: a fixed 5-tuple, which ECMP
+        # hashes to the same path every run); 0: an ephemeral port
+        self.src_port = src_port
         self.tunables = tunables or Tunables()
         self.connections: dict[int, Connection] = {}
 
@@ -225,7 +228,9 @@ class Transport:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self._prepare(sock)
             try:
-                sock.bind((self.addresses[self.rank], 0))
+                if self.src_port:  # one local port for every peer: the 4-tuples still differ
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.addresses[self.rank], self.src_port))
                 sock.connect((self.addresses[peer], self.port))
                 return sock
             except OSError:

@@ -67,3 +67,46 @@ def test_direct_construction_is_validated_too():
         CCSpec("mltcp-reno", intercept=-1)
     with pytest.raises(CCConfigError):
         CCSpec("quic")
+
+
+def test_idle_gap_default_is_derived_from_the_job_compute_time():
+    """Half the compute phase, within [1 ms, 1 s]: always below the compute time, so every
+    compute phase separates two iterations."""
+    from mn_harness.cc.variants import MAX_DERIVED_IDLE_GAP_S, MIN_IDLE_GAP_S, idle_gap_for_compute
+
+    assert idle_gap_for_compute(0.300) == pytest.approx(0.150)  # the demo
+    assert idle_gap_for_compute(0.050) == pytest.approx(0.025)
+    assert idle_gap_for_compute(0.0) == MIN_IDLE_GAP_S
+    assert idle_gap_for_compute(30.0) == MAX_DERIVED_IDLE_GAP_S
+    for compute in (0.003, 0.02, 0.08, 0.099):
+        assert idle_gap_for_compute(compute) < compute
+    spec = CCSpec("mltcp-cubic").for_compute(0.040)
+    assert spec.idle_gap_s == pytest.approx(0.020) and spec.idle_gap_derived
+    assert spec.resolved()[2] == pytest.approx(0.020)
+    assert CCSpec("mltcp-cubic", idle_gap_s=0.01).for_compute(0.040).idle_gap_s == 0.01  # explicit wins
+    assert CCSpec("cubic").for_compute(0.040) == CCSpec("cubic")  # kernel CCs have no gap
+    assert spec == CCSpec("mltcp-cubic", idle_gap_s=0.020)  # one kernel instance for equal values
+
+
+def test_jobs_get_their_own_gap_also_through_cc_overrides():
+    from mn_harness.config import load_experiment
+    from tests.helpers import TOPOLOGIES
+
+    exp = load_experiment(TOPOLOGIES / "leaf-spine.yaml").with_cc(CCSpec.from_dict("mltcp-reno", "--cc"))
+    assert [j.cc.idle_gap_s for j in exp.jobs] == pytest.approx([0.075] * 3)  # 150 ms compute
+    raw = {"hosts": ["a", "b"], "switches": ["s"], "link_defaults": {"bw": "1Gbit"},
+           "links": [{"endpoints": ["a", "s"]}, {"endpoints": ["b", "s"]}],
+           "jobs": [{"name": "j", "workers": ["a", "b"], "bytes_per_iteration": "1MB", "compute": "30ms",
+                     "iterations": 5, "cc": "mltcp-cubic"}]}
+    from mn_harness.config import Experiment
+
+    assert Experiment.from_dict(raw).jobs[0].cc.idle_gap_s == pytest.approx(0.015)
+
+
+def test_an_explicit_gap_not_below_compute_warns_in_one_line():
+    warning = CCSpec("mltcp-reno", idle_gap_s=0.05).idle_gap_warning(0.05, "jobs[1].cc")
+    assert warning.startswith("jobs[1].cc.idle_gap: 50 ms is not below the job's compute time (50 ms)")
+    assert "\n" not in warning
+    assert CCSpec("mltcp-reno", idle_gap_s=0.049).idle_gap_warning(0.05, "x") is None
+    assert CCSpec("mltcp-reno").for_compute(0.01).idle_gap_warning(0.01, "x") is None  # derived
+    assert CCSpec("reno").idle_gap_warning(0.0, "x") is None

@@ -51,6 +51,33 @@ def test_not_root_gets_sudo_hint():
     assert "run it with sudo" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+def test_validate_prints_cassini_loops_and_warnings(tmp_path):
+    out = cli("validate", "topologies/leaf-spine.yaml")
+    assert out.returncode == 0, out.stderr
+    assert "CASSINI leaf1->spine1, spine1->leaf1 (jobA, jobC): compatibility 1.000" in out.stdout
+    assert "circular dependency (affinity-graph loop): " in out.stdout
+    assert "predicted per job (best shifts / aligned): jobA 1.06x / 1.39x" in out.stdout
+    text = (ROOT / "topologies/dumbbell-2jobs.yaml").read_text().replace(
+        "    cc: cubic\n  - name: job2", "    cc: {name: mltcp-reno, idle_gap: 300ms}\n  - name: job2")
+    (tmp_path / "gap.yaml").write_text(text)
+    out = cli("validate", str(tmp_path / "gap.yaml"))
+    assert out.returncode == 0 and out.stdout.count("warning:") == 1
+    assert "warning: jobs[0].cc.idle_gap: 300 ms is not below the job's compute time (300 ms)" in out.stdout
+
+
+def test_validate_ecmp_shows_bmv2_paths_and_linux_candidates(tmp_path):
+    text = (ROOT / "topologies/leaf-spine.yaml").read_text().replace("run:\n", "routing: ecmp\nrun:\n")
+    (tmp_path / "ecmp.yaml").write_text(text)
+    linux = cli("validate", str(tmp_path / "ecmp.yaml"))
+    assert linux.returncode == 0, linux.stderr
+    assert "routing ecmp (hash seed 2): 6 of 6 flows have equal-cost paths; the Linux routers' hash" in linux.stdout
+    assert "shared link leaf1->spine2: may share jobA, jobC" in linux.stdout and "CASSINI leaf" not in linux.stdout
+    bmv2 = cli("validate", str(tmp_path / "ecmp.yaml"), "--dataplane", "bmv2")
+    assert bmv2.returncode == 0, bmv2.stderr
+    assert "BMv2's hash sends them: jobA r0 h1-leaf1-" in bmv2.stdout and "may share" not in bmv2.stdout
+    assert "CASSINI leaf" in bmv2.stdout
+
+
 def test_version_prints_the_package_version():
     from mn_harness import __version__
 

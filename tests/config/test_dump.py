@@ -62,6 +62,19 @@ def test_a_field_the_dump_does_not_write_is_an_error():
         _covers(Grown("a", 1), {"name"})
 
 
+def test_routing_warmup_and_a_derived_idle_gap_round_trip():
+    raw = small_demo()
+    raw.update(routing="ecmp")
+    raw["run"]["warmup"] = 5
+    raw["jobs"][0]["cc"] = "mltcp-cubic"  # idle gap derived from its 60 ms compute: 30 ms
+    experiment = Experiment.from_dict(raw, "ecmp")
+    again = reload(experiment)
+    assert again == experiment and again.routing == "ecmp" and again.run.warmup == 5
+    assert again.jobs[0].cc.idle_gap_s == experiment.jobs[0].cc.idle_gap_s == 0.03
+    dumped = experiment_to_raw(experiment)
+    assert dumped["jobs"][0]["cc"] == "mltcp-cubic"  # derived again on load, not frozen in
+
+
 def test_workloads_round_trip_as_resolved_phases():
     """Phases, jitter, overlap, stragglers, servers, a pipeline, a broadcast root and a scaled
     preset: config.yaml holds the resolved phases (scaled bytes) and loads back equal."""

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from mn_harness.config import load_experiment
-from mn_harness.jobs.specs import BASE_PORT, worker_specs
+from mn_harness.jobs.specs import worker_specs
+from mn_harness.network.flows import BASE_PORT
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.entries import job_ids
 from tests.helpers import TOPOLOGIES

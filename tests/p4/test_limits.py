@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mn_harness.p4 import PROGRAMS_DIR, limits
+from mn_harness.p4 import PROGRAMS_DIR, ecmp, limits
 from mn_harness.p4.aggregation import STATS, stats_indices
 from mn_harness.p4.entries import job_port_index, qdepth_index
 from mn_harness.worker import inc
@@ -49,6 +49,7 @@ MIRRORED = {
     "AGG_PORT_MASK": "AGG_PORT_MASK",
     "AGG_FLAG_RESULT": "AGG_FLAG_RESULT",
     "AGG_FLAG_SATURATED": "AGG_FLAG_SATURATED",
+    "ECMP_MEMBERS": "ECMP_MEMBERS",
 }
 # P4 constants Python has no name for, but whose value follows from limits.py
 DERIVED: dict[str, Callable[[], int]] = {
@@ -207,6 +208,34 @@ def check_agg_ports(p4, constants):
     assert limits.AGG_PORT_BASE + limits.AGG_MAX_JOB_ID < limits.AGG_PORT_BASE + limits.AGG_PORTS
 
 
+HASH_RE = re.compile(r"\bhash\(\s*crc\s*,\s*HashAlgorithm\.crc32\s*,\s*32w0\s*,"
+                     r"\s*\{([^}]*)\}\s*,\s*64w0x100000000\s*\)")
+MIX_RE = re.compile(r"bit<32>\s+mixed\s*=\s*\(crc\s*\*\s*\(seed\s*\|\s*32w1\)\)\s*>>\s*(\d+)\s*;")
+MEMBER_RE = re.compile(r"\bhash\(\s*meta\.ecmp_member\s*,\s*HashAlgorithm\.identity\s*,\s*base\s*,"
+                       r"\s*\{\s*mixed\s*\}\s*,\s*count\s*\)")
+
+
+def check_ecmp_hash_inputs(p4, constants):
+    """ecmp_group hashes exactly the fields mn_harness/p4/ecmp.py packs, with these widths, and
+    mixes the seed in as ecmp.member_index does."""
+    inputs = [f.strip() for f in HASH_RE.search(p4).group(1).split(",")]
+    assert int(MIX_RE.search(p4).group(1)) == ecmp.MIX_SHIFT
+    assert MEMBER_RE.search(p4)
+    assert inputs == [name for name, _ in limits.ECMP_HASH_INPUTS]
+    params = action_params(p4, "ecmp_group")
+    assert params == {"base": 16, "count": 16, "seed": dict(limits.ECMP_HASH_INPUTS)["seed"]}
+    ipv4 = dict(zip([n for _, _, n in FIELD_RE.findall(dict(HEADER_RE.findall(p4))["ipv4_t"])],
+                    header_widths(p4, "ipv4_t"), strict=True))
+    widths = dict(limits.ECMP_HASH_INPUTS)
+    for field in ("srcAddr", "dstAddr", "protocol"):
+        assert ipv4[field] == widths[f"hdr.ipv4.{field}"]
+    for port in ("srcPort", "dstPort"):
+        assert dict(zip([n for _, _, n in FIELD_RE.findall(dict(HEADER_RE.findall(p4))["l4_ports_t"])],
+                        header_widths(p4, "l4_ports_t"), strict=True))[port] == widths["meta.l4_src"]
+    assert sum(widths.values()) % 8 == 0  # BMv2 hashes whole bytes: no padding to guess
+    assert limits.ECMP_MEMBERS < 1 << params["base"]
+
+
 DECLARED = {
     "QDEPTH_BITS": check_qdepth_bits,
     "NO_MARKING": check_no_marking,
@@ -216,6 +245,7 @@ DECLARED = {
     "AGG_MAX_JOB_ID": check_agg_max_job_id,
     "AGG_MAX_WORKERS": check_agg_max_workers,
     "AGG_PORTS": check_agg_ports,
+    "ECMP_HASH_INPUTS": check_ecmp_hash_inputs,
 }
 
 

@@ -59,3 +59,23 @@ def test_flatten_all_scope_convergence(tmp_path):
     assert flat[("all", "convergence_iteration")] == 0.0
     assert flat[("A", "overlap_mean")] == 0.0
     assert flat[("all", "mean_iter_s")] == pytest.approx(1.0)
+
+
+def test_convergence_is_the_fraction_converged_and_the_median_over_all_runs(tmp_path):
+    """Three runs interleave from iteration 0, two stay in phase (never): 3/5 converged, the
+    median over all five is 0 (never sorts last); the old mean over converged runs hides the
+    two that never converged."""
+    runs = [("x", rep, write_folder(tmp_path / f"x{rep}", offset_b=off))
+            for rep, off in enumerate((0.5, 0.5, 0.5, 0.0, 0.0))]
+    rows = {(r.label, r.scope, r.metric): r for r in aggregate(runs)}
+    conv = rows[("x", "all", "convergence_iteration")]
+    assert (conv.n, conv.of, conv.median) == (3, 5, 0.0)
+    frac = rows[("x", "all", "converged")]
+    assert frac.mean == pytest.approx(0.6) and frac.n == 5
+    assert frac.ci95_low == pytest.approx(0.2307, abs=1e-3) and frac.ci95_high == pytest.approx(0.8824, abs=1e-3)
+    never = [("y", rep, write_folder(tmp_path / f"y{rep}", offset_b=off)) for rep, off in enumerate((0.5, 0, 0))]
+    conv_y = {(r.scope, r.metric): r for r in aggregate(never)}[("all", "convergence_iteration")]
+    assert conv_y.median is None and conv_y.of == 3  # the median run never converged
+    text = write_compare(runs + never, tmp_path / "cmp", plots=False).read_text()
+    assert "0.0 (3/5 converged)" in text and "never (1/3 converged)" in text
+    assert "60% [23–88] (n=5/5)" in text

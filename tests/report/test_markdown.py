@@ -75,6 +75,22 @@ def test_write_report_on_a_run_that_produced_nothing(tmp_path):
     assert ".png" not in text
 
 
+def test_report_shows_the_cassini_prediction_next_to_the_measurement(tmp_path):
+    cassini = {"jobs": {"A": {"slowdown": 1.0, "aligned_slowdown": 1.4}, "B": {"slowdown": 1.17,
+                                                                             "aligned_slowdown": 1.39}},
+               "links": {"s1-s2": {"jobs": ["A", "B"], "score": 1.0, "joint_score": 0.83, "aligned_score": 0.6,
+                                   "shifts_s": {"A": 0.0, "B": 0.2}}},
+               "loops": [["A", "l1", "B", "l2", "A"]]}
+    root = write_folder(tmp_path / "run", offset_b=0.5, extra={"cassini": cassini})
+    text = write_report(root, plots=False).read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| A |"))
+    assert "| 1.25 |" in row and "| 1.00 (1.40) |" in row  # measured slowdown, then CASSINI's
+    assert "## CASSINI prediction" in text and "| s1-s2 | A, B | 1.000 | 0.830 | 0.600 | A 0 ms, B 200 ms |" in text
+    assert "circular dependency: A – l1 – B – l2 – A" in text
+    metrics = json.loads((root / "summary.json").read_text())["metrics"]["jobs"]
+    assert metrics["B"]["predicted_slowdown"] == 1.17
+
+
 def test_phase_table_lists_phases_of_jobs_beyond_the_short_form():
     from mn_harness.report.markdown import phase_rows
 

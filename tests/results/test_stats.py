@@ -40,3 +40,17 @@ def test_describe():
     d = describe([1.0, 2.0, 3.0, 10.0])
     assert d["n"] == 4 and d["mean"] == 4.0 and d["max"] == 10.0
     assert d["p50"] == 2.5
+
+
+def test_wilson_interval_and_median_with_never():
+    from mn_harness.results.stats import median_with_never, wilson_ci95
+
+    assert wilson_ci95(5, 5) == pytest.approx((0.5655, 1.0), abs=1e-3)
+    assert wilson_ci95(0, 5) == pytest.approx((0.0, 0.4345), abs=1e-3)
+    lo, hi = wilson_ci95(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+    assert median_with_never([3, 5, None]) == 5
+    assert median_with_never([3, None, None]) is None
+    assert median_with_never([2, 4, None, None]) is None  # the upper middle never happened
+    assert median_with_never([2, 4, 6, None]) == 5
+    assert median_with_never([1, 2]) == 1.5

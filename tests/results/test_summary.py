@@ -16,8 +16,8 @@ from mn_harness.results.summary import write_run_results
 from tests.helpers import TOPOLOGIES
 
 
-def experiment(iterations=3):
-    exp = load_experiment(TOPOLOGIES / "dumbbell-2jobs.yaml")
+def experiment(iterations=3, warmup=0):
+    exp = load_experiment(TOPOLOGIES / "dumbbell-2jobs.yaml").with_run(warmup=warmup)
     return exp.with_jobs(j.__class__(**{**j.__dict__, "iterations": iterations}) for j in exp.jobs)
 
 
@@ -96,3 +96,31 @@ def test_report_and_summary_agree(tmp_path):
         assert (m.n_iterations, m.missing_rows) == (s["iterations"], s["missing_rows"])
         for key in ("mean_iter_s", "p50_iter_s", "p99_iter_s", "slowdown_mean", "slowdown_p99"):
             assert getattr(m, key) == pytest.approx(s[key]), (job, key)
+
+
+def test_warmup_iterations_are_left_out_and_shown_on_their_own(tmp_path):
+    """run.warmup 2: iterations 0 and 1 are warm-up (their mean reported apart), the statistics
+    are over 2..4 only, in summary.json and the report alike."""
+    exp = experiment(iterations=5, warmup=2)
+    times = [2.0, 1.5, 0.6, 0.7, 0.8]
+    write_raw(tmp_path / "raw", {(job, rank): [line(job, rank, i, sum(times[:i]), 0.3, t - 0.3)
+                                               for i, t in enumerate(times)]
+                                 for job in ("job1", "job2") for rank in (0, 1)})
+    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, {"status": "completed"})
+    j1 = summary["jobs"]["job1"]
+    assert j1["warmup"] == 2 and j1["iterations"] == 5
+    assert j1["mean_iter_s"] == pytest.approx(0.7) and j1["p99_iter_s"] == pytest.approx(0.798)
+    assert j1["warmup_mean_iter_s"] == pytest.approx(1.75)
+    run = load_run(tmp_path)
+    m = compute_metrics(run.summary, run.iterations, run.throughput).jobs["job1"]
+    assert m.mean_iter_s == pytest.approx(0.7) and m.warmup_iterations == 2
+    assert m.warmup_mean_iter_s == pytest.approx(1.75)
+    assert [p["warmup"] for p in m.per_iteration] == [True, True, False, False, False]
+
+
+def test_warmup_is_reduced_so_one_iteration_is_measured():
+    exp = experiment(iterations=2, warmup=5)
+    assert [exp.warmup_of(j) for j in exp.jobs] == [1, 1]
+    assert any("warm-up" in w for w in exp.warnings())
+    assert experiment(iterations=1, warmup=2).warmup_of(exp.jobs[0].__class__(
+        **{**exp.jobs[0].__dict__, "iterations": 1})) == 0

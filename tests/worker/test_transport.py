@@ -129,3 +129,35 @@ def test_unknown_tunable_is_refused():
     with pytest.raises(ValueError, match="unknown transport tunable"):
         Tunables.from_overrides({"chunk": 1})
     assert Tunables.from_overrides({"segment_bytes": 0}).segment_bytes == 0
+
+
+def test_a_fixed_source_port_serves_every_connection_a_rank_dials():
+    """With src_port (ECMP: network.flows fixes every 5-tuple), a rank dials all its lower peers
+    from that one port; the acceptor sees it as the peer's source port, the dialer's peer port
+    is the listening port."""
+    n, src = 4, free_port()
+    addresses = tuple(f"127.0.0.{i + 1}" for i in range(n))
+    port = free_port()
+    ends: dict[int, dict[int, tuple[int, int]]] = {}
+    errors: list[BaseException] = []
+
+    def rank_main(rank: int) -> None:
+        t = Transport(rank, addresses, port, CC, Tunables(), src_port=src)
+        try:
+            t.connect(set(range(n)) - {rank}, 20)
+            ends[rank] = {p: (c.sock.getsockname()[1], c.sock.getpeername()[1]) for p, c in t.connections.items()}
+            t.finish()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            t.release()
+
+    threads = [threading.Thread(target=rank_main, args=(r,), daemon=True) for r in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors and len(ends) == n, errors
+    for rank, peers in ends.items():
+        for peer, (local, remote) in peers.items():
+            assert (local, remote) == ((src, port) if rank > peer else (port, src)), (rank, peer)

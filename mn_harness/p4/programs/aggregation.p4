@@ -183,6 +183,7 @@ struct metadata_t {
     bit<16> l4_src;
     bit<16> l4_dst;
     bit<6>  job;
+    bit<16> ecmp_member;
     bit<2>  agg_mode;
     bit<1>  agg_hit;
     bit<32> slot_base;

@@ -7,6 +7,11 @@
  *   - IPv4: `ipv4_lpm` (dst address, LPM) -> forward(port, src MAC, dst MAC). The harness installs
  *     /32 entries from the topology's shortest paths; dst MAC is the host's MAC or the next
  *     switch's port MAC (switches do not check the destination MAC, so either works).
+ *   - ECMP (`routing: ecmp`): a host with several equal-cost next hops gets
+ *     ecmp_group(base, count, seed) instead: crc32 over (src, dst, protocol, L4 ports, seed)
+ *     modulo count picks one of `count` `ecmp_members` entries from `base` on, each a forward()
+ *     to one next hop, so every packet of a flow takes the same path and flows spread over the
+ *     paths (include/ecn_ingress_decls.p4).
  *   - TTL: packets arriving with TTL <= 1 are dropped; otherwise TTL is decremented. The IPv4
  *     header checksum is recomputed after egress, so TTL and ECN changes are both covered.
  *   - Everything that is neither IPv4 nor ARP (IPv6 router solicitations, LLDP...) is dropped.
@@ -88,6 +93,7 @@ struct metadata_t {
     bit<16> l4_src;
     bit<16> l4_dst;
     bit<6>  job;
+    bit<16> ecmp_member;
 }
 
 parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,

@@ -7,6 +7,7 @@
 #define MAX_JOBS 64
 #define QBUCKETS 64
 #define QBUCKET_MAX 63
+#define ECMP_MEMBERS 1024
 
 const bit<16> TYPE_IPV4 = 0x0800;
 const bit<16> TYPE_ARP  = 0x0806;

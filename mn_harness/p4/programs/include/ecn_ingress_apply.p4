@@ -11,11 +11,18 @@ if (hdr.arp.isValid()) {
     if (hdr.ipv4.ttl <= 1) {
         drop();
     } else {
+        bool routed = false;
         switch (ipv4_lpm.apply().action_run) {
-            forward: {
-                job_classify.apply();
-                port_enq.count((bit<32>)(standard_metadata.egress_spec & PORT_MASK));
+            forward: { routed = true; }
+            ecmp_group: {
+                if (ecmp_members.apply().hit) {
+                    routed = true;
+                }
             }
+        }
+        if (routed) {
+            job_classify.apply();
+            port_enq.count((bit<32>)(standard_metadata.egress_spec & PORT_MASK));
         }
     }
 } else {

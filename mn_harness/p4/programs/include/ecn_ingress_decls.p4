@@ -1,7 +1,13 @@
 /* ecn_ingress_decls.p4 -- part of ecn_telemetry.p4, shared with aggregation.p4 (textual include: the
  * P4Info names stay those of the including program). Inside MyIngress: proxy ARP,
- * IPv4 forwarding (and the egress queue: small packets to QUEUE_SMALL), job classification,
- * port_enq. */
+ * IPv4 forwarding (and the egress queue: small packets to QUEUE_SMALL), ECMP, job
+ * classification, port_enq.
+ *
+ * ECMP: an `ipv4_lpm` entry may instead of `forward` run `ecmp_group(base, count, seed)`: the
+ * member index base + ((crc32(srcAddr, dstAddr, protocol, l4_src, l4_dst, seed) * (seed | 1))
+ * mod 2^32 >> 16) % count selects an `ecmp_members` entry, whose `forward` is the next hop. The harness computes the same
+ * hash in Python (mn_harness/p4/ecmp.py) to know each flow's path; the metadata struct of the
+ * including program needs `bit<16> ecmp_member`. */
 counter(MAX_PORTS, CounterType.packets_and_bytes) port_enq;
 
 action drop() {
@@ -40,11 +46,32 @@ action forward(port_t port, mac_t src_mac, mac_t dst_mac) {
     }
 }
 
+action ecmp_group(bit<16> base, bit<16> count, bit<32> seed) {
+    /* CRC-32 is affine: a seed inside its input only XORs a constant into the result, which for
+     * two next hops flips every flow's choice at once (a new seed, the same sharing). So the
+     * seed also multiplies the CRC (odd, mod 2^32) and the member is taken from the product's
+     * high half, which depends on the seed non-linearly. */
+    bit<32> crc;
+    hash(crc, HashAlgorithm.crc32, 32w0,
+         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol, meta.l4_src, meta.l4_dst, seed },
+         64w0x100000000);
+    bit<32> mixed = (crc * (seed | 32w1)) >> 16;
+    /* the identity "hash" of one field is its value: base + mixed % count */
+    hash(meta.ecmp_member, HashAlgorithm.identity, base, { mixed }, count);
+}
+
 table ipv4_lpm {
     key = { hdr.ipv4.dstAddr: lpm; }
-    actions = { forward; drop; }
+    actions = { forward; ecmp_group; drop; }
     default_action = drop();
     size = 4096;
+}
+
+table ecmp_members {
+    key = { meta.ecmp_member: exact; }
+    actions = { forward; drop; }
+    default_action = drop();
+    size = ECMP_MEMBERS;
 }
 
 action set_job(bit<6> job) {

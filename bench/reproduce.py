@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Reproduce MLTCP's claims on the scenario suite: every scenario × congestion control ×
+repetition, then one table with 95% confidence intervals.
+
+For each scenario (a shipped topologies/ file, possibly with `--set`-style changes) and CC:
+mean and p99 slowdown (mean over the jobs of mean / p99 iteration time over the ideal, warm-up
+iterations left out) ± 95% CI over the repetitions; for every base CC whose MLTCP variant also
+ran, the gain of the variant (base / MLTCP mean and p99 iteration time, per repetition, paired by
+repetition: both ran side by side in the same round) ± 95% CI; the fraction of runs that
+converged (every job with a rival interleaved, overlap <= 10% from some iteration on) with its
+Wilson interval and the median convergence iteration over all runs (never counts as later than
+any); and CASSINI's prediction (mean over jobs, best shifts / phases aligned).
+
+Restartable: the bench's folder holds one `mn_harness.sweep` folder per scenario (plan.json,
+runs/) and `reproduce.json`; `--resume DIR` runs only what is missing (a run that was cut off is
+run again). Runs go round-robin (repetition 1 of every CC, then repetition 2, ...), so machine
+drift spreads over all CCs. The bench takes the measurement lock itself (`--lock`), for chunks
+of runs of at most `--chunk-min` minutes, releasing it for a few seconds in between so others
+get their turn: do not wrap this script in flock. `--budget-min` stops starting runs after that
+many minutes of measuring (counted from the first run, not while waiting for the lock; resume
+later).
+
+Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
+           [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
+       sudo .venv/bin/python bench/reproduce.py --resume results/reproduce-<stamp>
+       .venv/bin/python bench/reproduce.py --table results/reproduce-<stamp>   (no runs, no root)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
+
+from mn_harness.config import Experiment  # noqa: E402
+from mn_harness.config.loader import read_experiment_file  # noqa: E402
+from mn_harness.config.overrides import apply_variant, parse_value  # noqa: E402
+from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
+from mn_harness.network.plan import NetworkPlan  # noqa: E402
+from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics  # noqa: E402
+from mn_harness.results.stats import mean_ci95  # noqa: E402
+from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
+
+# name -> (file in topologies/, changes as (path, value)); see docs/reproduction.md
+SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
+    "2jobs": ("dumbbell-2jobs.yaml", []),
+    "2jobs-ssai": ("dumbbell-2jobs.yaml", [("run.slow_start_after_idle", True)]),
+    "2jobs-sync": ("dumbbell-2jobs.yaml", [("jobs[1].start_offset", "0ms")]),
+    "3jobs": ("compatible-3jobs.yaml", []),
+    "4jobs": ("compatible-4jobs.yaml", []),
+    "stragglers": ("stragglers-3jobs.yaml", []),
+    "presets": ("mixed-presets.yaml", []),
+    "partial": ("partial-overlap.yaml", []),
+    "periods": ("partial-periods.yaml", []),
+    "circular": ("circular-3leaf.yaml", []),
+    "leafspine": ("leaf-spine.yaml", []),
+    "overload": ("overload-4jobs.yaml", []),
+}
+DEFAULT_CCS = "reno,mltcp-reno,cubic,mltcp-cubic"
+STATE = "reproduce.json"
+
+
+class BudgetSpent(Exception):
+    """The time budget ran out before the next run: resume later."""
+
+
+def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
+    file, fixed = SUITE[name] if name in SUITE else (name, [])
+    raw = read_experiment_file(ROOT / "topologies" / file)
+    raw = apply_variant(raw, [*fixed, *changes], create=True)
+    if iterations:
+        exp = Experiment.from_dict(raw)
+        plan = NetworkPlan(exp)
+        periods = [ideal_iteration_s(job, plan)[0] for job in exp.jobs]
+        for job, period in zip(raw["jobs"], periods, strict=True):
+            # the same duration for every job: the slowest does `iterations`
+            job["iterations"] = max(1, round(iterations * max(periods) / period))
+    raw["experiment"] = f"repro-{name}"
+    return raw
+
+
+def round_robin(ccs: list[str], repeat: int) -> list[dict]:
+    return [{"label": cc, "cc": cc, "set": [], "repetition": rep, "results_dir": None}
+            for rep in range(repeat) for cc in ccs]
+
+
+def runner(budget_s: float | None, lock: ChunkedLock):
+    from mn_harness.report.markdown import write_report
+    from mn_harness.runner import run_experiment
+
+    started: list[float] = []
+
+    def run_one(experiment, runs_root: Path, record) -> None:
+        if budget_s is not None and started and time.monotonic() - started[0] > budget_s:
+            raise BudgetSpent
+        done: list[Path] = []
+        with lock.run():
+            started[:] = started or [time.monotonic()]
+            run_experiment(experiment, out_root=runs_root, log=lambda *_: None,
+                           after_run=lambda d: (done.append(d), record(d)))
+            write_report(done[0], plots=False)
+
+    return run_one
+
+
+def run_all(folder: Path, state: dict, args) -> bool:
+    """Every scenario's sweep until done or out of budget; True when everything finished."""
+    lock = ChunkedLock(args.lock, args.chunk_min * 60)
+    budget = None if args.budget_min is None else args.budget_min * 60
+    try:
+        return _run_scenarios(folder, state, args, runner(budget, lock))
+    finally:
+        lock.release()
+
+
+def _run_scenarios(folder: Path, state: dict, args, run_one) -> bool:
+    for name, info in state["scenarios"].items():
+        sweep = _sweep(folder, name, info, state)
+        todo = sum(not sweep.finished(e) for e in sweep.runs)
+        if not todo:
+            continue
+        print(f"== {name}: {todo} of {len(sweep.runs)} runs to do", flush=True)
+        try:
+            run_sweep(sweep, run_one, log=lambda line: print("  " + line, flush=True))
+        except BudgetSpent:
+            print(f"time budget of {args.budget_min} min spent; continue with "
+                  f"`bench/reproduce.py --resume {folder}`", flush=True)
+            return False
+    return True
+
+
+def _sweep(folder: Path, name: str, info: dict, state: dict) -> Sweep:
+    if info.get("sweep"):
+        return load_sweep(info["sweep"])
+    raw = scenario_raw(name, info["set"], state["iterations"])
+    sweep = new_sweep(folder, raw, raw["experiment"], round_robin(state["ccs"], state["repeat"]))
+    sweep.experiments()  # validated before the first run
+    info["sweep"] = str(sweep.folder)
+    (folder / STATE).write_text(json.dumps(state, indent=1))
+    return sweep
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def _ci(values: list[float]) -> str:
+    if not values:
+        return "-"
+    m, _, h = mean_ci95(values)
+    return f"{m:.3f}" + ("" if h is None else f" ± {h:.3f}")
+
+
+def scenario_rows(name: str, sweep: Sweep, ccs: list[str]) -> tuple[list[dict], str]:
+    results, _ = collect([r for r in sweep.refs() if sweep.finished(_entry(sweep, r))])
+    agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
+    per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
+    prediction = _prediction(results)
+    rows = []
+    for cc in ccs:
+        runs = [v for (label, _), v in per_run.items() if label == cc]
+        if not runs:
+            continue
+        conv, frac = agg.get((cc, "convergence_iteration")), agg.get((cc, "converged"))
+        row = {"scenario": name, "cc": cc, "runs": len(runs),
+               "slowdown": [v[(ALL_SCOPE, "slowdown_mean")] for v in runs if v[(ALL_SCOPE, "slowdown_mean")]],
+               "slowdown_p99": [v[(ALL_SCOPE, "slowdown_p99")] for v in runs if v[(ALL_SCOPE, "slowdown_p99")]],
+               "converged": None if frac is None or frac.mean is None else (frac.mean, frac.n, frac.interval),
+               "median_conv": None if conv is None or not conv.of else conv.median,
+               "cassini": prediction}
+        base = cc[len("mltcp-"):] if cc.startswith("mltcp-") else None
+        if base:
+            row["gain_mean"], row["gain_p99"] = [], []
+            for (label, rep), v in per_run.items():
+                b = per_run.get((base, rep))
+                if label != cc or b is None:
+                    continue
+                for key, metric in (("gain_mean", "mean_iter_s"), ("gain_p99", "p99_iter_s")):
+                    if b[(ALL_SCOPE, metric)] and v[(ALL_SCOPE, metric)]:
+                        row[key].append(b[(ALL_SCOPE, metric)] / v[(ALL_SCOPE, metric)])
+        rows.append(row)
+    return rows, prediction
+
+
+def _entry(sweep: Sweep, ref) -> dict:
+    return next(e for e in sweep.runs if e["results_dir"] == ref[2])
+
+
+def _prediction(results) -> str:
+    for ref, _ in results:
+        try:
+            pred = json.loads((Path(ref.results_dir) / "summary.json").read_text()).get("cassini") or {}
+        except (OSError, ValueError):
+            continue
+        jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
+        if jobs:
+            best = sum(j["slowdown"] for j in jobs) / len(jobs)
+            aligned = sum(j["aligned_slowdown"] for j in jobs) / len(jobs)
+            return f"{best:.2f} / {aligned:.2f}"
+    return "-"
+
+
+HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
+           "converged", "median conv. iter", "CASSINI best / aligned"]
+
+
+def format_row(row: dict) -> list[str]:
+    conv = row["converged"]
+    conv_text = "-" if conv is None else \
+        f"{conv[0] * 100:.0f}% of {conv[1]} [{conv[2][0] * 100:.0f}–{conv[2][1] * 100:.0f}]"
+    median = row["median_conv"]
+    med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
+    return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
+            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"]]
+
+
+def table(folder: Path, state: dict) -> tuple[str, dict]:
+    from mn_harness.report.markdown import markdown_table
+
+    rows: list[list[str]] = []
+    keys: dict[str, object] = {}
+    for name, info in state["scenarios"].items():
+        if not info.get("sweep"):
+            continue
+        scenario, _ = scenario_rows(name, load_sweep(info["sweep"]), state["ccs"])
+        for row in scenario:
+            rows.append(format_row(row))
+            tag = f"{name}_{row['cc']}".replace("-", "_")
+            if row["slowdown"]:
+                keys[f"slowdown_{tag}"] = round(sum(row["slowdown"]) / len(row["slowdown"]), 3)
+            for key in ("gain_mean", "gain_p99"):
+                if row.get(key):
+                    keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
+    return markdown_table(HEADERS, rows), keys
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", default=",".join(SUITE),
+                        help=f"comma-separated names ({', '.join(SUITE)}) or topologies/ file names")
+    parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                        help="change every scenario, e.g. run.slow_start_after_idle=true (repeatable)")
+    parser.add_argument("--ccs", default=DEFAULT_CCS)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="iterations of the slowest job of each scenario (others: the same duration)")
+    parser.add_argument("--budget-min", type=float, default=None,
+                        help="stop starting runs after this many minutes of measuring (default: run all)")
+    parser.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock ('' for none)")
+    parser.add_argument("--chunk-min", type=float, default=20.0,
+                        help="hold the lock for at most about this long at a time")
+    parser.add_argument("--out", default="results")
+    parser.add_argument("--resume", metavar="DIR")
+    parser.add_argument("--table", metavar="DIR", help="print the table of a bench folder, run nothing")
+    args = parser.parse_args()
+
+    if args.table or args.resume:
+        folder = Path(args.table or args.resume)
+        state = json.loads((folder / STATE).read_text())
+    else:
+        changes = []
+        for spec in args.set:
+            path, _, value = spec.partition("=")
+            changes.append((path, parse_value(value)))
+        ccs = [c.strip() for c in args.ccs.split(",") if c.strip()]
+        scenarios = {name: {"set": changes, "sweep": None} for name in args.scenarios.split(",")}
+        state = {"ccs": ccs, "repeat": args.repeat, "iterations": args.iterations,
+                 "created": datetime.now().isoformat(), "scenarios": scenarios}
+        folder = Path(args.out) / f"reproduce-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        folder.mkdir(parents=True)
+        (folder / STATE).write_text(json.dumps(state, indent=1))
+        for name, info in state["scenarios"].items():  # every scenario valid before any run
+            _sweep(folder, name, info, state)
+    print(f"bench folder: {folder}", flush=True)
+    finished = True
+    if not args.table:
+        try:
+            finished = run_all(folder, state, args)
+        except KeyboardInterrupt:
+            print(f"interrupted; continue with `bench/reproduce.py --resume {folder}`", file=sys.stderr)
+            finished = False
+    text, keys = table(folder, state)
+    (folder / "reproduce.md").write_text(text + "\n")
+    (folder / "reproduce-keys.json").write_text(json.dumps(keys, indent=1))
+    print(text)
+    print(" ".join(f"{k}={v}" for k, v in keys.items()) or "no finished runs")
+    return 0 if finished else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
