@@ -46,7 +46,12 @@ from mn_harness.results.iterations import job_iterations  # noqa: E402
 from mn_harness.results.loaders import load_iterations  # noqa: E402
 from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.testing.linux_testbed import in_host, linux_network, traffic_result  # noqa: E402
+from mn_harness.testing.linux_testbed import (  # noqa: E402
+    bulk_flow_topology,
+    in_host,
+    linux_network,
+    traffic_result,
+)
 from mn_harness.testing.qdisc_stats import QdiscStatsReader  # noqa: E402
 
 BOTTLENECK = "s1->s2"
@@ -121,12 +126,7 @@ def part_cost(state: State, args, out: Path) -> dict:
 # -- tracking --------------------------------------------------------------------------------
 
 def tracking_run(cc: str, seconds: float) -> dict:
-    raw = {"hosts": ["h1", "h2"], "switches": ["s1"],
-           "links": [{"endpoints": ["h1", "s1"], "bw": "2Gbit", "queue": 1000},
-                     {"endpoints": ["s1", "h2"], "bw": "1Gbit", "queue": 100, "ecn_threshold": 20}],
-           "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
-                     "compute": "10ms", "iterations": 1}],
-           "run": {"dataplane": "linux"}}
+    raw = bulk_flow_topology()
     with tempfile.TemporaryDirectory() as work, CongestionControlManager(Path(work), log=lambda *_: None) as ccm:
         spec = CCSpec.from_dict(cc, "cc")
         ccm.prepare([spec])

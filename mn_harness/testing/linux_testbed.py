@@ -20,6 +20,18 @@ from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.plan import NetworkPlan
 
 
+def bulk_flow_topology() -> dict:
+    """h1 -2 Gbit/s- s1 -1 Gbit/s- h2: one bulk flow from h1 queues at s1's port towards h2
+    (100 frames, ECN threshold 20 packets). The job only makes the file valid; the traffic is
+    started with in_host."""
+    return {"hosts": ["h1", "h2"], "switches": ["s1"],
+            "links": [{"endpoints": ["h1", "s1"], "bw": "2Gbit", "queue": 1000},
+                      {"endpoints": ["s1", "h2"], "bw": "1Gbit", "queue": 100, "ecn_threshold": 20}],
+            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
+                      "compute": "10ms", "iterations": 1}],
+            "run": {"dataplane": "linux"}}
+
+
 @contextmanager
 def linux_network(raw: dict, **dataplane_options) -> Iterator[tuple[EmulatedNetwork, NetworkPlan, LinuxDataplane]]:
     """The network of experiment `raw` on the Linux data plane, up: yields (network, plan,

@@ -224,14 +224,9 @@ def _bulk_flow_queue(cc: str, kernel_name: str, tmp_path, seconds: float = 4.0) 
     whatever happens."""
     import time
 
-    from mn_harness.testing.linux_testbed import in_host, linux_network, traffic_result
+    from mn_harness.testing.linux_testbed import bulk_flow_topology, in_host, linux_network, traffic_result
 
-    raw = {"hosts": ["h1", "h2"], "switches": ["s1"],
-           "links": [{"endpoints": ["h1", "s1"], "bw": "2Gbit", "queue": 1000},
-                     {"endpoints": ["s1", "h2"], "bw": "1Gbit", "queue": 100, "ecn_threshold": 20}],
-           "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "1MB",
-                     "compute": "10ms", "iterations": 1}],
-           "run": {"dataplane": "linux"}}
+    raw = bulk_flow_topology()
     with linux_network(raw) as (network, plan, dataplane):
         rx = in_host(network, "h2", "tcp-recv", "9004", kernel_name)
         assert rx.stdout.readline()
