@@ -25,7 +25,7 @@ from mn_harness.bpf.errors import BpfError, BpfUnavailable
 from mn_harness.bpf.toolchain import ObjectBuilder
 from mn_harness.cc.errors import CCError, CCUnavailable
 from mn_harness.cc.spec import CCSpec
-from mn_harness.cc.variants import BPF_VARIANTS
+from mn_harness.cc.variants import BPF_VARIANTS, MIN_ITERATION_FRACTION
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 FP_ONE = 1024  # fixed point used in mltcp_common.h (MLTCP_FP_SHIFT = 10)
@@ -94,6 +94,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_SLOPE_FP={slope_fp}",
             f"-DMLTCP_INTERCEPT_FP={intercept_fp}",
             f"-DMLTCP_IDLE_GAP_NS={gap_ns}ULL",
+            f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():
             obj, compiled = self.compile(BPF_DIR / variant.source, defines,

@@ -26,6 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A pause longer than idle_gap ends an iteration only once this fraction of the learned bytes
+# per iteration was sent. Why: with three jobs on one link, sockets stalled for more than the
+# derived 200 ms gap between the two ring steps of a 2-worker all-reduce (the neighbour's flow
+# in a retransmission timeout), and 13-24% more iteration boundaries than iterations were seen
+# (bench/reproduce.py telemetry: 12.5 MB halves of 25 MB iterations), each one restarting F at
+# its intercept mid-phase. Below 1/2 the halves would pass; 3/4 leaves room for iterations
+# whose bytes vary. A rejected pause keeps counting bytes, and the estimate self-corrects
+# upward, since only splits are rejected. Compiled in (mltcp_common.h MLTCP_MIN_ITER_FRAC_FP).
+MIN_ITERATION_FRACTION = 0.75
 DEFAULT_SLOPE = 4.0
 DEFAULT_INTERCEPT = 1.0
 DEFAULT_IDLE_GAP_S = 0.050   # a spec no job has filled in (the demo's measured value)

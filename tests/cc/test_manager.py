@@ -115,7 +115,21 @@ def iterate(host, port, cc, iters, pause, sizes):
     for t in ts: t.join()
     print(json.dumps(out), flush=True)
 
+def split(host, port, cc, iters, pause, stall, size):
+    # every iteration but the first sends its bytes in two halves `stall` seconds apart (a
+    # ring step waiting for its neighbour), then waits `pause` (the compute phase)
+    half = b"x" * (size // 2); s = connect(host, port, cc, 2 * len(half), half + half)
+    if s.recv(1) != b"k": raise SystemExit("sink went away")
+    for i in range(1, iters):
+        time.sleep(pause); s.sendall(half); time.sleep(stall); s.sendall(half)
+        if s.recv(1) != b"k": raise SystemExit("sink went away")
+    print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
+    time.sleep(pause); s.close()
+
 if mode == "sink": sink(int(sys.argv[2]), float(sys.argv[3]))
+elif mode == "split":
+    split(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
+          float(sys.argv[7]), int(sys.argv[8]))
 elif mode == "blast":
     blast(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
           float(sys.argv[6]), int(sys.argv[7]), sys.argv[8])
@@ -383,6 +397,33 @@ def test_learned_bytes_per_iteration(net, manager, capsys):
                           f"{r['learned_bytes_per_iteration']} ({err:.2%})", end="")
                 assert err <= 0.05, r
         assert all(r["kernel_name"] == manager.kernel_name(spec) for r in mine)
+
+
+def test_stall_inside_an_iteration_does_not_end_it(net, manager):
+    """A pause longer than idle_gap after half of an iteration's bytes (a ring step stalled on
+    its neighbour) is not an iteration boundary: one telemetry row per iteration, each with
+    the whole iteration's bytes (variants.MIN_ITERATION_FRACTION). Before that rule every
+    such iteration showed as two rows of half the bytes, F restarting mid-phase."""
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
+    manager.prepare([spec])
+    size, iters = 2_000_000, 6
+    sink = traffic(NS_B, "sink", 5204, 20)
+    time.sleep(0.3)
+    try:
+        (conn,) = finish(traffic(NS_A, "split", IP_B, 5204, manager.kernel_name(spec), iters,
+                                 0.3, 0.15, size))
+    finally:
+        sink.kill()
+        sink.wait()
+    time.sleep(0.5)  # the socket closes after its last pause; release() writes the last row
+    mine = sorted((r for r in manager.read_telemetry() if r["src"].endswith(f":{conn['sport']}")),
+                  key=lambda r: r["iteration"])
+    assert [r["iteration"] for r in mine] == list(range(1, iters + 1)), \
+        [(r["iteration"], r["bytes"]) for r in mine]
+    for r in mine:
+        assert abs(r["bytes"] / size - 1) <= 0.01, r
+        if r["iteration"] >= 2:
+            assert r["f_last"] > 4.5, r  # F reached ~slope + intercept by the iteration's end
 
 
 # DCTCP's response to ECN marks needs a marking bottleneck, which this kernel lacks (no RED):

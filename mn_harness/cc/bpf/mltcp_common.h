@@ -5,7 +5,8 @@
  * Why one header: every variant (mltcp_reno, mltcp_cubic, dctcp, mltcp_dctcp) needs the
  * same three things on top of its base algorithm:
  *   1. in-kernel iteration tracking: a CA_EVENT_TX_START after the socket had nothing in
- *      flight for longer than MLTCP_IDLE_GAP_NS starts a new training iteration;
+ *      flight for longer than MLTCP_IDLE_GAP_NS starts a new training iteration, once at
+ *      least MLTCP_MIN_ITER_FRAC_FP/1024 of the learned bytes per iteration were sent;
  *   2. the MLTCP factor F(bytes_ratio) = slope * bytes_ratio + intercept, in fixed point
  *      (BPF has no floats), used to scale the congestion-avoidance increase;
  *   3. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps.
@@ -37,6 +38,10 @@
 #endif
 #ifndef MLTCP_IDLE_GAP_NS
 #define MLTCP_IDLE_GAP_NS 10000000ULL
+#endif
+
+#ifndef MLTCP_MIN_ITER_FRAC_FP  /* x1024: bytes an iteration must have sent before a pause ends it */
+#define MLTCP_MIN_ITER_FRAC_FP 768
 #endif
 
 #define MLTCP_STR2(x) #x
@@ -290,6 +295,14 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 		return;		/* short pause inside an iteration (e.g. between ring steps) */
 	bytes = acked - st->iter_start_acked;
 	if (!bytes)
+		return;
+	/*
+	 * A pause longer than the gap before most of an iteration's bytes were sent is a stall
+	 * inside the communication phase (a ring step waiting for a neighbour whose flow sat in
+	 * a retransmission timeout: seen with three jobs on one link), not a compute phase:
+	 * ending the iteration there would restart F at its intercept halfway through.
+	 */
+	if (st->learned && (bytes << MLTCP_FP_SHIFT) < (__u64)st->learned * MLTCP_MIN_ITER_FRAC_FP)
 		return;
 	believed = st->learned;
 	f_fp = mltcp_factor(sk);
