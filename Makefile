@@ -1,7 +1,9 @@
-# The README's two commands: `sudo make demo` (the default experiment) and `sudo make test`.
+# The README's two commands: `sudo make demo` (reno against mltcp-reno on the MLTCP demo; with
+# EXPERIMENT=<file>, one run of that file) and `sudo make test`.
 # Both run scripts/setup.sh first, which installs whatever is missing on a fresh machine.
 VENV := .venv
-EXPERIMENT ?= topologies/dumbbell-2jobs.yaml
+DEMO ?= topologies/dumbbell-2jobs-ssai.yaml
+DEMO_CCS ?= reno,mltcp-reno
 PYTEST_ARGS ?= -ra
 EXTRAS ?=
 
@@ -11,7 +13,11 @@ setup:
 	@EXTRAS="$(EXTRAS)" scripts/setup.sh
 
 demo: setup
+ifdef EXPERIMENT
 	$(VENV)/bin/mn-harness run $(EXPERIMENT)
+else
+	$(VENV)/bin/mn-harness compare $(DEMO) --cc $(DEMO_CCS)
+endif
 
 test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
