@@ -42,6 +42,12 @@ from mn_harness.results.schema import IterationRow, ThroughputRow
 from mn_harness.results.stats import mean, percentile
 
 DEFAULT_CONVERGENCE_THRESHOLD = 0.10
+# The interleaved stretch that counts as converged: at least this fraction of the contended
+# iterations, and at least 2. Why: with "every later overlap <= threshold" alone, one lucky last
+# iteration made a run "converged at 49" of 50 (bench/reproduce.py: 7 of 20 three-job runs had
+# a job "converged" at iteration 47-49 whose mean overlap was 56-89%).
+CONVERGENCE_MIN_STRETCH_FRACTION = 0.10
+CONVERGENCE_MIN_STRETCH = 2
 
 
 # --------------------------------------------------------------------------- statistics
@@ -149,17 +155,22 @@ def convergence_iteration(
     overlaps: Sequence[tuple[int, float | None]],
     threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
 ) -> int | None:
-    """First iteration from which every later overlap is ≤ threshold; None if never.
+    """First iteration from which every later overlap is ≤ threshold; None if never, or if
+    that stretch is shorter than CONVERGENCE_MIN_STRETCH_FRACTION of the pairs (at least
+    CONVERGENCE_MIN_STRETCH): an interleaving that began in the run's last iterations is not
+    shown to hold.
 
     `overlaps` are (iteration, overlap) pairs — pass only contended iterations; pairs with a
     None overlap are ignored. None also when nothing remains."""
     pairs = sorted((it, ov) for it, ov in overlaps if ov is not None)
     result: int | None = None
+    stretch = 0
     for it, ov in reversed(pairs):
         if ov > threshold:
             break
-        result = it
-    return result
+        result, stretch = it, stretch + 1
+    needed = max(CONVERGENCE_MIN_STRETCH, math.ceil(CONVERGENCE_MIN_STRETCH_FRACTION * len(pairs)))
+    return result if stretch >= needed else None
 
 
 # --------------------------------------------------------------------------- throughput

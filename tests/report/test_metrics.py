@@ -100,7 +100,11 @@ def test_convergence_iteration():
     assert convergence_iteration([(0, 0.0), (1, 0.0)]) == 0
     assert convergence_iteration([(0, 0.0), (1, 0.5)]) is None
     assert convergence_iteration([]) is None
-    assert convergence_iteration([(0, None), (1, 0.05), (2, None)]) == 1
+    assert convergence_iteration([(0, None), (1, 0.05), (2, None), (3, 0.0)]) == 1
+    # one low last iteration is no convergence; nor a stretch under 10% of the iterations
+    assert convergence_iteration([(0, 0.5), (1, 0.05)]) is None
+    assert convergence_iteration([(i, 0.8) for i in range(47)] + [(47, 0.0), (48, 0.0), (49, 0.0)]) is None
+    assert convergence_iteration([(i, 0.8) for i in range(45)] + [(i, 0.0) for i in range(45, 50)]) == 45
     assert convergence_iteration([(0, 0.3), (1, 0.25)], threshold=0.3) == 0
 
 
@@ -171,20 +175,24 @@ def test_overlap_unions_rivals_on_different_links():
 def test_drifting_phases_converge():
     # B's phase slides 0.1 s later each iteration until it stops at 0.4 (MLTCP-like).
     # A_i comm [i+0.6, i+1.0], B_i comm [i+0.6+d, i+1.0+d]: overlap (0.4 - d) / 0.4.
-    d = [0.0, 0.1, 0.2, 0.3, 0.4, 0.4]
-    rows = periodic("A", 6) + periodic("B", 6, shifts=d)
+    d = [0.0, 0.1, 0.2, 0.3, 0.4, 0.4, 0.4]
+    rows = periodic("A", 7) + periodic("B", 7, shifts=d)
     m = compute_metrics(summary({"A": 1, "B": 1}, LINK_AB), rows)
     a, b = m.jobs["A"], m.jobs["B"]
-    expected = [1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
+    expected = [1.0, 0.75, 0.5, 0.25, 0.0, 0.0, 0.0]
     assert [p["overlap"] for p in a.per_iteration] == pytest.approx(expected)
     assert a.convergence_iteration == 4
-    assert a.overlap_mean == pytest.approx(sum(expected) / 6)
-    # B's last phase [6.0, 6.4] starts when A has ended: uncontended.
-    assert b.contended_iterations == 5
-    assert b.overlap_mean == pytest.approx(sum(expected[:5]) / 5)
+    assert a.overlap_mean == pytest.approx(sum(expected) / 7)
+    # B's last phase [7.0, 7.4] starts when A has ended: uncontended.
+    assert b.contended_iterations == 6
+    assert b.overlap_mean == pytest.approx(sum(expected[:6]) / 6)
     assert b.convergence_iteration == 4
-    # link overlap: contended iterations of both jobs, 6 of A and 5 of B
-    assert m.links["s1-s2"].overlap_mean == pytest.approx((2.5 + 2.5) / 11)
+    # link overlap: contended iterations of both jobs, 7 of A and 6 of B
+    assert m.links["s1-s2"].overlap_mean == pytest.approx((2.5 + 2.5) / 13)
+    # one interleaved contended iteration at the end is not convergence (the stretch rule)
+    short = compute_metrics(summary({"A": 1, "B": 1}, LINK_AB),
+                            periodic("A", 6) + periodic("B", 6, shifts=d[:6]))
+    assert short.jobs["B"].contended_iterations == 5 and short.jobs["B"].convergence_iteration is None
 
 
 def test_straggler_iteration():
