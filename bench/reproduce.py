@@ -53,6 +53,8 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "2jobs": ("dumbbell-2jobs.yaml", []),
     "2jobs-ssai": ("dumbbell-2jobs-ssai.yaml", []),  # the demo file with slow start after idle
     "2jobs-sync": ("dumbbell-2jobs.yaml", [("jobs[1].start_offset", "0ms")]),
+    # the same with ECN: both switches CE-mark above 20 queued packets (for dctcp, mltcp-dctcp)
+    "2jobs-ssai-ecn": ("dumbbell-2jobs-dctcp.yaml", [("run.slow_start_after_idle", True)]),
     "3jobs": ("compatible-3jobs.yaml", []),
     "4jobs": ("compatible-4jobs.yaml", []),
     # a = 1/N leaves no slack once TCP/IP headers are paid: one job reaches 0.91 of line rate
