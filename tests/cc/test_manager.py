@@ -126,7 +126,21 @@ def split(host, port, cc, iters, pause, stall, size):
     print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
+def merge(host, port, cc, iters, pause, short_at, size):
+    # iterations of `size` bytes `pause` seconds apart, except a 5 ms pause before iteration
+    # `short_at` (0-based): a boundary the kernel cannot see, two iterations in one
+    buf = b"x" * size; s = connect(host, port, cc, size, buf)
+    if s.recv(1) != b"k": raise SystemExit("sink went away")
+    for i in range(1, iters):
+        time.sleep(0.005 if i == short_at else pause); s.sendall(buf)
+        if s.recv(1) != b"k": raise SystemExit("sink went away")
+    print(json.dumps([{"size": size, "sport": s.getsockname()[1]}]), flush=True)
+    time.sleep(pause); s.close()
+
 if mode == "sink": sink(int(sys.argv[2]), float(sys.argv[3]))
+elif mode == "merge":
+    merge(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
+          int(sys.argv[7]), int(sys.argv[8]))
 elif mode == "split":
     split(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
           float(sys.argv[7]), int(sys.argv[8]))
@@ -424,6 +438,31 @@ def test_stall_inside_an_iteration_does_not_end_it(net, manager):
         assert abs(r["bytes"] / size - 1) <= 0.01, r
         if r["iteration"] >= 2:
             assert r["f_last"] > 4.5, r  # F reached ~slope + intercept by the iteration's end
+
+
+def test_missed_boundary_does_not_merge_the_iterations_after_it(net, manager):
+    """One compute pause shorter than idle_gap makes two iterations one row of twice the
+    bytes; the iterations after it must again be one row each. Before the estimate ignored a
+    single iteration over 1.5x, the doubled bytes raised it until every later boundary fell
+    under MIN_ITERATION_FRACTION of it, and all later iterations were merged in pairs."""
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
+    manager.prepare([spec])
+    size, iters = 2_000_000, 9
+    sink = traffic(NS_B, "sink", 5205, 20)
+    time.sleep(0.3)
+    try:
+        (conn,) = finish(traffic(NS_A, "merge", IP_B, 5205, manager.kernel_name(spec), iters,
+                                 0.3, 3, size))
+    finally:
+        sink.kill()
+        sink.wait()
+    time.sleep(0.5)
+    mine = sorted((r for r in manager.read_telemetry() if r["src"].endswith(f":{conn['sport']}")),
+                  key=lambda r: r["iteration"])
+    got = [round(r["bytes"] / size) for r in mine]
+    assert got == [1, 1, 2] + [1] * (iters - 3 - 1), got
+    assert all(abs(r["learned_bytes_per_iteration"] / size - 1) <= 0.01 for r in mine), \
+        [r["learned_bytes_per_iteration"] for r in mine]
 
 
 # DCTCP's response to ECN marks needs a marking bottleneck, which this kernel lacks (no RED):
