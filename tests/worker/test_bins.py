@@ -56,7 +56,7 @@ def test_bins_of_two_sockets_add_up_to_the_bytes_acked_and_sit_on_the_t0_grid():
     sampler = BinSampler(lambda: sum(tcpinfo.bytes_acked(c) for c in clients), t0, BIN_S)
     sampler.start()
     sent: list[tuple[float, int]] = []  # (acknowledged by, bytes) of each chunk, in order
-    for (client, server), size in zip(pairs, (2_000_000, 700_000)):
+    for (client, server), size in zip(pairs, (2_000_000, 700_000), strict=True):
         for _chunk in range(4):
             sent.append((_send_until_acked(client, server, size // 4), size // 4))
             time.sleep(3 * BIN_S)
@@ -66,7 +66,7 @@ def test_bins_of_two_sockets_add_up_to_the_bytes_acked_and_sit_on_the_t0_grid():
     sampler.flush()
     bins = first + sampler.take()
     assert sum(n for _, n in bins) == sum(n for _, n in sent)
-    assert [tcpinfo.bytes_acked(c) - b for c, b in zip(clients, before)] == [500_000 * 4, 175_000 * 4]
+    assert [tcpinfo.bytes_acked(c) - b for c, b in zip(clients, before, strict=True)] == [500_000 * 4, 175_000 * 4]
     # a bin starting at t holds bytes acknowledged after t0 + t only: the bytes of bins that
     # start after a chunk was acknowledged are at most the bytes sent after that chunk
     for i, (acked_at, _n) in enumerate(sent):
