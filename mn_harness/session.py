@@ -26,10 +26,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
+from mn_harness.interrupts import Interrupted, terminate_as_interrupt  # noqa: F401 - Interrupted re-exported
 from mn_harness.jobs.default_cc import HostDefaultCC
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
@@ -63,29 +63,6 @@ CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
 CLI_MODES = ("up", "after")
 Hook = Callable[["Session"], None]
 IterationHook = Callable[["Session", str, int], None]
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM/SIGHUP are turned into this so `finally` blocks tear down as on Ctrl-C."""
-
-
-@contextmanager
-def terminate_as_interrupt():
-    """Only the main thread may set signal handlers; a caller running experiments from another
-    thread keeps its own signal handling."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise Interrupted(f"signal {signum}")
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
