@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.config import Experiment
+from mn_harness.interrupts import Interrupted, terminate_as_interrupt  # noqa: F401 - re-exported
 from mn_harness.results.summary import write_summary
 from mn_harness.session import (  # noqa: F401 - re-exported: the runner's names before the session
     CC_CACHE,
-    Interrupted,
     Session,
     make_results_dir,
-    terminate_as_interrupt,
 )
 
 

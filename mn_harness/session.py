@@ -17,19 +17,18 @@ user behind sudo. SIGTERM/SIGHUP act as Ctrl-C throughout, teardown included: a 
 the current step short. The run's state file (mn_harness.state) lists what each step must undo,
 by exact process identity, loses a step's records only once that step finished and is removed
 last, so `mn-harness clean` can finish a teardown that was cut short (TeardownIncomplete says so
-in one line). Callbacks get the session: `on_network_up` once the network is built,
-`on_jobs_started` after the common start, `on_iteration(session, job, iteration)` when every rank
-of a job has finished an iteration (polled every 0.2 s, so it runs while later ones go on)."""
+in one line). The callbacks (on_network_up, on_jobs_started, on_iteration) get the session;
+when each runs is said in mn_harness/hooks.py (on_iteration: polled every 0.2 s, so it runs
+while later iterations go on)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,8 @@ from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
+from mn_harness.hooks import Hook, IterationHook, IterationWatcher
+from mn_harness.interrupts import Interrupted, terminate_as_interrupt  # noqa: F401 - Interrupted re-exported
 from mn_harness.jobs.default_cc import HostDefaultCC
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.launcher import WORKER_MODULE, JobLauncher
@@ -61,31 +62,6 @@ from mn_harness.units import parse_bandwidth
 
 CC_CACHE = Path(os.environ.get("MN_HARNESS_CACHE", "/var/cache/mn-harness"))
 CLI_MODES = ("up", "after")
-Hook = Callable[["Session"], None]
-IterationHook = Callable[["Session", str, int], None]
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM/SIGHUP are turned into this so `finally` blocks tear down as on Ctrl-C."""
-
-
-@contextmanager
-def terminate_as_interrupt():
-    """Only the main thread may set signal handlers; a caller running experiments from another
-    thread keeps its own signal handling."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise Interrupted(f"signal {signum}")
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def make_results_dir(experiment: Experiment, out_root: str | Path | None) -> Path:
@@ -125,7 +101,7 @@ class Session:
         self.status = "failed"
         self.link_changes: list[dict[str, Any]] = []
         self.killed: list[str] = []
-        self._iterations_seen: dict[str, int] = {}
+        self._iterations = IterationWatcher(self.on_iteration)
         self._stack: ExitStack | None = None
 
     # -- what a script uses ------------------------------------------------------------------
@@ -308,14 +284,8 @@ class Session:
         state.record("dataplane", self.dataplane.undo_records())
 
     def _tick(self) -> None:
-        if not self.on_iteration or self.launcher is None:
-            return
-        for job, done in self.launcher.progress().items():
-            seen = self._iterations_seen.get(job, 0)
-            for iteration in range(seen, done):
-                self._iterations_seen[job] = iteration + 1
-                for hook in self.on_iteration:
-                    hook(self, job, iteration)
+        if self.on_iteration and self.launcher is not None:  # progress() reads every worker's lines
+            self._iterations.poll(self, self.launcher.progress())
 
     # -- teardown ----------------------------------------------------------------------------
     def __exit__(self, exc_type, exc, tb) -> bool:

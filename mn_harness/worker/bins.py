@@ -1,19 +1,34 @@
 """Throughput bins from a byte counter sampled once per bin, in a thread of the worker.
 
-Bins are aligned to the experiment's common start time t0 (bin k covers t0 + k*bin_s ..
-t0 + (k+1)*bin_s), so every worker's bins line up. One read per bin, no per-packet work: the
-counter is a getsockopt or one sock_diag dump, cheap next to a 10 ms bin."""
+The one sampler of the TCP workers: the synthetic worker reads bytes acked on its own sockets
+(getsockopt TCP_INFO, worker/main.py), the torch worker on gloo's (sock_diag lookups,
+worker/torch_worker.py). Bins are aligned to the experiment's common start time t0 (bin k
+covers t0 + k*bin_s .. t0 + (k+1)*bin_s), so every worker's bins line up. One read per bin, no
+per-packet work: the counter is a getsockopt or one sock_diag dump, cheap next to a 10 ms bin.
+throughput_line() is the one writer of the rows of <job>-r<rank>.throughput.jsonl (read by
+mn_harness/results/collect.py)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 
+from mn_harness.worker.spec import WorkerSpec
+
+
+def throughput_line(spec: WorkerSpec, iteration: int, bins: list[tuple[float, int]]) -> str:
+    """One JSON line of throughput.jsonl: the bins (start t since t0, bytes) taken after
+    `iteration` (iteration == spec.iterations for the bins left at the end)."""
+    return json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,
+                       "bin_s": spec.bin_s, "bins": bins}) + "\n"
+
 
 class BinSampler(threading.Thread):
     """Samples `read()` (a monotonically growing byte count) every bin; take() hands over the
-    bins collected since the last call."""
+    bins collected since the last call. A read that raises OSError (a socket gone) ends the
+    sampling; the bins collected so far stay."""
 
     def __init__(self, read: Callable[[], int], t0: float, bin_s: float):
         super().__init__(daemon=True)
@@ -21,26 +36,41 @@ class BinSampler(threading.Thread):
         self.bins: list[tuple[float, int]] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.last: int | None = None  # the count at the last sample; None before the first
+        self.k = 0  # the bin closed by the next sample is k - 1
 
     def run(self) -> None:
         try:
-            last = self.read()
+            self.last = self.read()
         except OSError:
             return
-        k = max(0, int((time.monotonic() - self.t0) / self.bin_s))
+        self.k = max(0, int((time.monotonic() - self.t0) / self.bin_s))
         while not self.stop.is_set():
-            k += 1
-            delay = self.t0 + k * self.bin_s - time.monotonic()
+            self.k += 1
+            delay = self.t0 + self.k * self.bin_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             try:
-                now = self.read()
+                self._close_bin()
             except OSError:
                 return
-            if now != last:
-                with self.lock:
-                    self.bins.append((round((k - 1) * self.bin_s, 6), now - last))
-            last = now
+
+    def _close_bin(self) -> None:
+        """Bin k - 1 gets what the counter grew by since the last sample (empty bins are left out)."""
+        now = self.read()
+        if self.last is not None and now != self.last:
+            with self.lock:
+                self.bins.append((round((self.k - 1) * self.bin_s, 6), now - self.last))
+        self.last = now
+
+    def flush(self) -> None:
+        """After stop and join: one more sample into the bin after the last one closed, so every
+        byte the counter reached by now (e.g. acknowledged while the connections finished) is in
+        the timeline. Nothing when the thread never read the counter."""
+        if self.last is None:
+            return
+        self.k += 1
+        self._close_bin()
 
     def take(self) -> list[tuple[float, int]]:
         with self.lock:

@@ -52,6 +52,7 @@ from mn_harness.p4.limits import AGG_MAX_WORKERS as MAX_INC_WORKERS
 from mn_harness.p4.limits import AGG_PORT_BASE
 from mn_harness.p4.limits import AGG_VECLEN as VECLEN
 from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
+from mn_harness.worker.bins import throughput_line
 from mn_harness.worker.program import record
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -395,8 +396,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                            t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],
             }) + "\n")
             it_out.flush()
-            tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,
-                                     "bin_s": spec.bin_s, "bins": bins.take()}) + "\n")
+            tp_out.write(throughput_line(spec, iteration, bins.take()))
             tp_out.flush()
     session.close()
     print("DONE", flush=True)

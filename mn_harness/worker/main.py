@@ -17,58 +17,16 @@ Usage: python -m mn_harness.worker SPEC.json"""
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
 import time
 
 from mn_harness.worker import tcpinfo
+from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.collective import CommStream
 from mn_harness.worker.program import IterationRunner, my_peers
 from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.torch_collectives import is_torch_collective
 from mn_harness.worker.transport import Transport, TransportError, Tunables
-
-
-class ThroughputSampler(threading.Thread):
-    """Samples bytes acked on all the worker's sockets every bin (a getsockopt per socket and
-    bin, no per-packet work) and keeps the bins until the iteration's line is written."""
-
-    def __init__(self, sockets: list[socket.socket], t0: float, bin_s: float):
-        super().__init__(daemon=True)
-        self.sockets, self.t0, self.bin_s = sockets, t0, bin_s
-        self.bins: list[tuple[float, int]] = []
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.last = self.acked()
-        self.k = 0
-
-    def acked(self) -> int:
-        return sum(tcpinfo.bytes_acked(s) for s in self.sockets)
-
-    def sample(self) -> None:
-        """Close the current bin: what was acked since the last sample."""
-        now_acked = self.acked()
-        if now_acked != self.last:
-            with self.lock:
-                self.bins.append((round(max(0, self.k - 1) * self.bin_s, 6), now_acked - self.last))
-        self.last = now_acked
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.k += 1
-            delay = self.t0 + self.k * self.bin_s - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            try:
-                self.sample()
-            except OSError:
-                return
-
-    def take(self) -> list[tuple[float, int]]:
-        with self.lock:
-            bins, self.bins = self.bins, []
-        return bins
 
 
 def wait_for_go() -> float:
@@ -107,7 +65,8 @@ def run(spec: WorkerSpec) -> int:
     stream = CommStream()
     stream.start()
     runner = IterationRunner(spec, transport, stream, t0)
-    sampler = ThroughputSampler(transport.sockets(), t0, spec.bin_s)
+    sockets = transport.sockets()
+    sampler = BinSampler(lambda: sum(tcpinfo.bytes_acked(s) for s in sockets), t0, spec.bin_s)
     delay = t0 + spec.start_offset_s - time.monotonic()
     if delay > 0:
         time.sleep(delay)
@@ -116,21 +75,18 @@ def run(spec: WorkerSpec) -> int:
         for iteration in range(spec.iterations):
             it_out.write(json.dumps(runner.run(iteration)) + "\n")
             it_out.flush()
-            tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,
-                                     "bin_s": spec.bin_s, "bins": sampler.take()}) + "\n")
+            tp_out.write(throughput_line(spec, iteration, sampler.take()))
             tp_out.flush()
     stream.stop()
     sampler.stop.set()
     sampler.join()
     transport.finish()
-    sampler.k += 1
-    sampler.sample()  # every byte acknowledged by the end is in the timeline
+    sampler.flush()  # every byte acknowledged by the end is in the timeline
     transport.release()
     tp_remaining = sampler.take()
     if tp_remaining:
         with open(spec.throughput_path, "a") as tp_out:
-            tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": spec.iterations,
-                                     "bin_s": spec.bin_s, "bins": tp_remaining}) + "\n")
+            tp_out.write(throughput_line(spec, spec.iterations, tp_remaining))
     print("DONE", flush=True)
     return 0
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from mn_harness.worker.bins import BinSampler
+from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
 from mn_harness.worker.spec import WorkerSpec
@@ -195,8 +195,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
                                   t_comm_start - t0, t_comm_end - t0, sent)],
             }) + "\n")
             it_out.flush()
-            tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,
-                                     "bin_s": spec.bin_s, "bins": sampler.take()}) + "\n")
+            tp_out.write(throughput_line(spec, iteration, sampler.take()))
             tp_out.flush()
     dist.barrier()  # nobody tears down connections a peer still reads from
     time.sleep(2 * spec.bin_s)  # the last acknowledgements into the last bin
@@ -205,8 +204,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     remaining = sampler.take()
     if remaining:
         with open(spec.throughput_path, "a") as tp_out:
-            tp_out.write(json.dumps({"job": spec.job, "rank": spec.rank, "iteration": spec.iterations,
-                                     "bin_s": spec.bin_s, "bins": remaining}) + "\n")
+            tp_out.write(throughput_line(spec, spec.iterations, remaining))
     dist.destroy_process_group()
     diag.close()
     print("DONE", flush=True)
