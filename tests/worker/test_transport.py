@@ -24,8 +24,11 @@ CC = "reno"  # allowed for unprivileged sockets on every kernel
 
 
 def free_port() -> int:
+    """A port no socket on any local address holds: the ranks listen on 127.0.0.1..n, and a
+    port free only on 127.0.0.1 was now and then still held on 127.0.0.2 by a closing
+    connection of the previous case (EADDRINUSE at the listener's bind, under load)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))
         return s.getsockname()[1]
 
 
