@@ -9,7 +9,9 @@ ran, the gain of the variant (base / MLTCP mean and p99 iteration time, per repe
 repetition: both ran side by side in the same round) ± 95% CI; the fraction of runs that
 converged (every job with a rival interleaved, overlap <= 10% from some iteration on) with its
 Wilson interval and the median convergence iteration over all runs (never counts as later than
-any); and CASSINI's prediction (mean over jobs, best shifts / phases aligned).
+any); CASSINI's prediction (mean over jobs, best shifts / phases aligned); and the same slowdowns
+and gains over each run's last STEADY_ITERATIONS iterations ("last 20"), where interleaving, if
+it comes, has come: over a whole run the p99 is set by the iterations before convergence.
 
 Restartable: the bench's folder holds one `mn_harness.sweep` folder per scenario (plan.json,
 runs/) and `reproduce.json`; `--resume DIR` runs only what is missing (a run that was cut off is
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from datetime import datetime
@@ -45,7 +48,7 @@ from mn_harness.config.overrides import apply_variant, parse_value  # noqa: E402
 from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
 from mn_harness.network.plan import NetworkPlan  # noqa: E402
 from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics  # noqa: E402
-from mn_harness.results.stats import mean_ci95  # noqa: E402
+from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
 
 # name -> (file in topologies/, changes as (path, value)); see docs/reproduction.md
@@ -163,10 +166,34 @@ def _ci(values: list[float]) -> str:
     return f"{m:.3f}" + ("" if h is None else f" ± {h:.3f}")
 
 
-def scenario_rows(name: str, sweep: Sweep, ccs: list[str]) -> tuple[list[dict], str]:
+STEADY_ITERATIONS = 20
+
+
+def steady_state(metrics, last: int) -> dict[str, float] | None:
+    """One run's last `last` iterations of every job (where interleaving, if it comes, has
+    come): the mean over jobs of their mean and p99 iteration time, in seconds and over the
+    baseline. The whole-run columns mix the iterations before convergence with those after;
+    a p99 over 48 iterations is set by the slow ones before."""
+    per_job = []
+    for job in metrics.jobs.values():
+        times = [p["iter_time"] for p in job.per_iteration if p["iter_time"] is not None][-last:]
+        if not times or not job.baseline_iter_s:
+            return None
+        per_job.append((statistics.mean(times), percentile(times, 99), job.baseline_iter_s))
+    if not per_job:
+        return None
+    return {"mean_s": statistics.mean(m for m, _, _ in per_job),
+            "p99_s": statistics.mean(p for _, p, _ in per_job),
+            "slowdown": statistics.mean(m / b for m, _, b in per_job),
+            "slowdown_p99": statistics.mean(p / b for _, p, b in per_job)}
+
+
+def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
+                  steady: int = STEADY_ITERATIONS) -> tuple[list[dict], str]:
     results, _ = collect([r for r in sweep.refs() if sweep.finished(_entry(sweep, r))])
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
+    tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
     prediction = _prediction(results)
     rows = []
     for cc in ccs:
@@ -179,7 +206,9 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str]) -> tuple[list[dict], 
                "slowdown_p99": [v[(ALL_SCOPE, "slowdown_p99")] for v in runs if v[(ALL_SCOPE, "slowdown_p99")]],
                "converged": None if frac is None or frac.mean is None else (frac.mean, frac.n, frac.interval),
                "median_conv": None if conv is None or not conv.of else conv.median,
-               "cassini": prediction}
+               "cassini": prediction,
+               "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
+               "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t]}
         base = cc[len("mltcp-"):] if cc.startswith("mltcp-") else None
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
@@ -190,6 +219,10 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str]) -> tuple[list[dict], 
                 for key, metric in (("gain_mean", "mean_iter_s"), ("gain_p99", "p99_iter_s")):
                     if b[(ALL_SCOPE, metric)] and v[(ALL_SCOPE, metric)]:
                         row[key].append(b[(ALL_SCOPE, metric)] / v[(ALL_SCOPE, metric)])
+                tb, tv = tails.get((base, rep)), tails.get((label, rep))
+                if tb and tv:
+                    row.setdefault("steady_gain", []).append(tb["mean_s"] / tv["mean_s"])
+                    row.setdefault("steady_gain_p99", []).append(tb["p99_s"] / tv["p99_s"])
         rows.append(row)
     return rows, prediction
 
@@ -213,7 +246,8 @@ def _prediction(results) -> str:
 
 
 HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
-           "converged", "median conv. iter", "CASSINI best / aligned"]
+           "converged", "median conv. iter", "CASSINI best / aligned",
+           f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99"]
 
 
 def format_row(row: dict) -> list[str]:
@@ -223,7 +257,9 @@ def format_row(row: dict) -> list[str]:
     median = row["median_conv"]
     med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
     return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
-            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"]]
+            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"],
+            f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
+            "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}"]
 
 
 def table(folder: Path, state: dict) -> tuple[str, dict]:
@@ -240,7 +276,7 @@ def table(folder: Path, state: dict) -> tuple[str, dict]:
             tag = f"{name}_{row['cc']}".replace("-", "_")
             if row["slowdown"]:
                 keys[f"slowdown_{tag}"] = round(sum(row["slowdown"]) / len(row["slowdown"]), 3)
-            for key in ("gain_mean", "gain_p99"):
+            for key in ("gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
                 if row.get(key):
                     keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
     return markdown_table(HEADERS, rows), keys
