@@ -413,25 +413,30 @@ def test_learned_bytes_per_iteration(net, manager, capsys):
         assert all(r["kernel_name"] == manager.kernel_name(spec) for r in mine)
 
 
+def one_connection_rows(manager, mode: str, port: int, *args) -> list[dict]:
+    """Run the traffic tool's `mode` (one connection, mltcp-reno with a 50 ms idle gap) into a
+    sink and return that connection's telemetry rows in iteration order."""
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
+    manager.prepare([spec])
+    sink = traffic(NS_B, "sink", port, 20)
+    time.sleep(0.3)
+    try:
+        (conn,) = finish(traffic(NS_A, mode, IP_B, port, manager.kernel_name(spec), *args))
+    finally:
+        sink.kill()
+        sink.wait()
+    time.sleep(0.5)  # the socket closes after its last pause; release() writes the last row
+    return sorted((r for r in manager.read_telemetry() if r["src"].endswith(f":{conn['sport']}")),
+                  key=lambda r: r["iteration"])
+
+
 def test_stall_inside_an_iteration_does_not_end_it(net, manager):
     """A pause longer than idle_gap after half of an iteration's bytes (a ring step stalled on
     its neighbour) is not an iteration boundary: one telemetry row per iteration, each with
     the whole iteration's bytes (variants.MIN_ITERATION_FRACTION). Before that rule every
     such iteration showed as two rows of half the bytes, F restarting mid-phase."""
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
-    manager.prepare([spec])
     size, iters = 2_000_000, 6
-    sink = traffic(NS_B, "sink", 5204, 20)
-    time.sleep(0.3)
-    try:
-        (conn,) = finish(traffic(NS_A, "split", IP_B, 5204, manager.kernel_name(spec), iters,
-                                 0.3, 0.15, size))
-    finally:
-        sink.kill()
-        sink.wait()
-    time.sleep(0.5)  # the socket closes after its last pause; release() writes the last row
-    mine = sorted((r for r in manager.read_telemetry() if r["src"].endswith(f":{conn['sport']}")),
-                  key=lambda r: r["iteration"])
+    mine = one_connection_rows(manager, "split", 5204, iters, 0.3, 0.15, size)
     assert [r["iteration"] for r in mine] == list(range(1, iters + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     for r in mine:
@@ -445,20 +450,8 @@ def test_missed_boundary_does_not_merge_the_iterations_after_it(net, manager):
     bytes; the iterations after it must again be one row each. Before the estimate ignored a
     single iteration over 1.5x, the doubled bytes raised it until every later boundary fell
     under MIN_ITERATION_FRACTION of it, and all later iterations were merged in pairs."""
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
-    manager.prepare([spec])
     size, iters = 2_000_000, 9
-    sink = traffic(NS_B, "sink", 5205, 20)
-    time.sleep(0.3)
-    try:
-        (conn,) = finish(traffic(NS_A, "merge", IP_B, 5205, manager.kernel_name(spec), iters,
-                                 0.3, 3, size))
-    finally:
-        sink.kill()
-        sink.wait()
-    time.sleep(0.5)
-    mine = sorted((r for r in manager.read_telemetry() if r["src"].endswith(f":{conn['sport']}")),
-                  key=lambda r: r["iteration"])
+    mine = one_connection_rows(manager, "merge", 5205, iters, 0.3, 3, size)
     got = [round(r["bytes"] / size) for r in mine]
     assert got == [1, 1, 2] + [1] * (iters - 3 - 1), got
     assert all(abs(r["learned_bytes_per_iteration"] / size - 1) <= 0.01 for r in mine), \
