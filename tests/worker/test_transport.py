@@ -32,17 +32,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeout=60):
+def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeout=60,
+              port: int | None = None, src_port: int = 0):
     """Run body(rank, transport) in n threads on 127.0.0.1..n; returns their results and, per
     rank, bytes acked per peer (read after the transport finished)."""
     addresses = tuple(f"127.0.0.{i + 1}" for i in range(n))
-    port = free_port()
+    port = port or free_port()
     results: dict[int, object] = {}
     acked: dict[int, dict[int, int]] = {}
     errors: list[BaseException] = []
 
     def rank_main(rank: int) -> None:
-        t = Transport(rank, addresses, port, CC, tunables or Tunables(segment_bytes=16 * 1024))
+        t = Transport(rank, addresses, port, CC, tunables or Tunables(segment_bytes=16 * 1024),
+                      src_port=src_port)
         try:
             t.connect(peers(rank) if peers else set(range(n)) - {rank}, 20)
             results[rank] = body(rank, t)
@@ -138,29 +140,11 @@ def test_a_fixed_source_port_serves_every_connection_a_rank_dials():
     """With src_port (ECMP: network.flows fixes every 5-tuple), a rank dials all its lower peers
     from that one port; the acceptor sees it as the peer's source port, the dialer's peer port
     is the listening port."""
-    n, src = 4, free_port()
-    addresses = tuple(f"127.0.0.{i + 1}" for i in range(n))
-    port = free_port()
-    ends: dict[int, dict[int, tuple[int, int]]] = {}
-    errors: list[BaseException] = []
-
-    def rank_main(rank: int) -> None:
-        t = Transport(rank, addresses, port, CC, Tunables(), src_port=src)
-        try:
-            t.connect(set(range(n)) - {rank}, 20)
-            ends[rank] = {p: (c.sock.getsockname()[1], c.sock.getpeername()[1]) for p, c in t.connections.items()}
-            t.finish()
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            t.release()
-
-    threads = [threading.Thread(target=rank_main, args=(r,), daemon=True) for r in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(60)
-    assert not errors and len(ends) == n, errors
+    n, src, port = 4, free_port(), free_port()
+    ends, _ = ranks_run(n, lambda rank, t: {p: (c.sock.getsockname()[1], c.sock.getpeername()[1])
+                                            for p, c in t.connections.items()},
+                        Tunables(), port=port, src_port=src)
+    assert len(ends) == n
     for rank, peers in ends.items():
         for peer, (local, remote) in peers.items():
             assert (local, remote) == ((src, port) if rank > peer else (port, src)), (rank, peer)
