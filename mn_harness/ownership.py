@@ -10,6 +10,7 @@ ownership, which the run must survive."""
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 
@@ -44,6 +45,21 @@ def make_dirs(path: Path) -> Path:
         for created in missing:
             _chown(created, owner)
     return path
+
+
+def new_stamped_dir(parent: Path, prefix: str) -> Path | None:
+    """A new folder `<parent>/<prefix>-<YYYYmmdd-HHMMSS>[-N]`, never an existing one (a second
+    one made in the same second gets a suffix); None when 999 of them exist. OSError passes
+    through (the callers name what they were making)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for suffix in range(1, 1000):
+        path = parent / (f"{prefix}-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    return None
 
 
 def hand_over(path: Path) -> None:

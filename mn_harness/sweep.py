@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from mn_harness.config import Experiment
 from mn_harness.config.loader import read_json_file
 from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
 from mn_harness.errors import ConfigError, shown
-from mn_harness.ownership import hand_over, make_dirs
+from mn_harness.ownership import hand_over, make_dirs, new_stamped_dir
 from mn_harness.progress import format_eta, sweep_eta_s
 
 PLAN_FILE = "plan.json"
@@ -116,15 +115,9 @@ class Sweep:
 def new_sweep(root: Path, raw: dict, name: str, runs: list[dict]) -> Sweep:
     """A new sweep folder under `root` (never an existing one: a second sweep started in the
     same second gets a suffix)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
-        make_dirs(root)
-        for suffix in range(1, 1000):
-            folder = root / (f"{name}-compare-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
-            try:
-                folder.mkdir()
-            except FileExistsError:
-                continue
+        folder = new_stamped_dir(make_dirs(root), f"{name}-compare")
+        if folder is not None:
             sweep = Sweep(folder, name, raw, runs)
             sweep.save()
             return sweep

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime
 from pathlib import Path
 
 from mn_harness.errors import ConfigError, RunError, shown
-from mn_harness.ownership import make_dirs
+from mn_harness.ownership import make_dirs, new_stamped_dir
 
 # Kernel file systems that hold no user files (writing there fails or means something else).
 PSEUDO_FILESYSTEMS = frozenset({
@@ -79,15 +78,9 @@ def make_results_dir(name: str, root: str | Path) -> Path:
     raw/ as their cwd and are handed paths under it); a second run started in the same second
     gets a suffix, never the first one's folder. ConfigError naming the root when it cannot be
     made. Folders it creates belong to the user behind sudo (mn_harness.ownership)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     try:
-        base = make_dirs(Path(root)).absolute()
-        for suffix in range(1, 1000):
-            path = base / (f"{name}-{stamp}" + (f"-{suffix}" if suffix > 1 else ""))
-            try:
-                path.mkdir()
-            except FileExistsError:
-                continue
+        path = new_stamped_dir(make_dirs(Path(root)).absolute(), name)
+        if path is not None:
             (path / "raw").mkdir()
             return path
     except OSError as exc:
