@@ -203,20 +203,18 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
                   and (hm is None or abs(rm - 1) <= hm))
             within += ok
             total += 1
+            keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
+            keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
             if markdown:
                 print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
                       f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
                       f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
                       f"{o_real:.0%} / {o_syn:.0%} | {'yes' if ok else 'no'} |")
-                keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
-                keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
                 continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
                   f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {overlap}{'' if ok else '  <- off target'}")
-            keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
-            keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
     keys["on_target"] = f"{within}/{total}"
     return keys
 
