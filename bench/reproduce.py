@@ -22,6 +22,9 @@ get their turn: do not wrap this script in flock. `--budget-min` stops starting 
 many minutes of measuring (counted from the first run, not while waiting for the lock; resume
 later).
 
+A CC may carry MLTCP parameters, `--ccs reno,mltcp-reno,mltcp-reno:slope=12` (mn_harness.cc.spec's
+one-string form): each variant's gain is over its base CC's run of the same round.
+
 Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
            [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
        sudo .venv/bin/python bench/reproduce.py --resume results/reproduce-<stamp>
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -209,7 +213,8 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "cassini": prediction,
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
                "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t]}
-        base = cc[len("mltcp-"):] if cc.startswith("mltcp-") else None
+        name = cc.split(":")[0]  # "mltcp-reno:slope=8" (a variant with parameters) -> "mltcp-reno"
+        base = name[len("mltcp-"):] if name.startswith("mltcp-") else None
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
             for (label, rep), v in per_run.items():
@@ -273,7 +278,7 @@ def table(folder: Path, state: dict) -> tuple[str, dict]:
         scenario, _ = scenario_rows(name, load_sweep(info["sweep"]), state["ccs"])
         for row in scenario:
             rows.append(format_row(row))
-            tag = f"{name}_{row['cc']}".replace("-", "_")
+            tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{row['cc']}")
             if row["slowdown"]:
                 keys[f"slowdown_{tag}"] = round(sum(row["slowdown"]) / len(row["slowdown"]), 3)
             for key in ("gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):

@@ -56,7 +56,12 @@ class CCSpec:
 
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
-        """Parse a YAML `cc:` value: a name, or a mapping {name, slope, intercept, idle_gap}."""
+        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap}, or
+        the same in one string, `name:key=value:...` (e.g. `mltcp-reno:slope=8:idle_gap=100ms`),
+        so a command line's comma-separated --cc list and a sweep's CC labels can carry
+        parameters."""
+        if isinstance(value, str) and ":" in value:
+            return cls.from_dict(_inline_mapping(value, path), path)
         if isinstance(value, str):
             return cls(name=_name(value, f"{path}"))
         if not isinstance(value, Mapping):
@@ -153,6 +158,22 @@ class CCSpec:
             variant.default_intercept if self.intercept is None else self.intercept,
             variant.default_idle_gap_s if self.idle_gap_s is None else self.idle_gap_s,
         )
+
+
+def _inline_mapping(text: str, path: str) -> dict[str, str]:
+    """`mltcp-reno:slope=8:intercept=1` -> {name: mltcp-reno, slope: "8", intercept: "1"}."""
+    name, *pairs = text.split(":")
+    mapping = {"name": name.strip()}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise CCConfigError(path, f"expected name:key=value:..., got {text!r} (e.g. "
+                                f"mltcp-reno:slope=8:idle_gap=100ms)")
+        if key in mapping:
+            raise CCConfigError(f"{path}.{key}", f"given twice in {text!r}")
+        mapping[key] = value.strip()
+    return mapping
 
 
 def _name(raw: str, path: str) -> str:

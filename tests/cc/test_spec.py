@@ -26,6 +26,14 @@ def test_mapping_with_parameters():
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
+def test_one_string_carries_the_parameters_too():
+    """`name:key=value:...` (for --cc lists and sweep labels) parses to the mapping's spec."""
+    assert CCSpec.from_dict("mltcp-cubic:slope=2:intercept=0.25:idle_gap=5ms", "--cc") == \
+        CCSpec.from_dict({"name": "mltcp-cubic", "slope": 2, "intercept": "0.25",
+                          "idle_gap": "5ms"}, "--cc")
+    assert CCSpec.from_dict("MLTCP_reno: slope = 8", "--cc") == CCSpec("mltcp-reno", slope=8.0)
+
+
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),
                                           ("1.5ms", 0.0015), (0.02, 0.02), ("750ns", 7.5e-7)])
 def test_durations(text, seconds):
@@ -52,6 +60,13 @@ def test_durations(text, seconds):
     ({"name": "dctcp", "intercept": 1}, "jobs[0].cc.intercept:"),
     ({"name": "cubic", "idle_gap": "5ms"}, "jobs[0].cc.idle_gap:"),
     (["reno"], "jobs[0].cc:"),
+    ("mltcp-reno:slope", "jobs[0].cc:"),
+    ("mltcp-reno:slope=", "jobs[0].cc:"),
+    ("mltcp-reno:slop=1", "jobs[0].cc.slop:"),
+    ("mltcp-reno:slope=1:slope=2", "jobs[0].cc.slope:"),
+    ("mltcp-reno:slope=steep", "jobs[0].cc.slope:"),
+    ("reno:slope=1", "jobs[0].cc.slope:"),
+    ("nope:slope=1", "jobs[0].cc.name:"),
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):
