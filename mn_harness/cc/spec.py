@@ -118,21 +118,23 @@ class CCSpec:
             raise CCConfigError(f"{path}.idle_gap", f"{self.idle_gap_s}s outside (0, 10s]")
 
     def for_compute(self, compute_s: float) -> CCSpec:
-        """This spec for a job computing `compute_s` per iteration (its shortest compute phase):
-        a BPF variant without an explicit idle gap gets idle_gap_for_compute(compute_s)."""
+        """This spec for a job idle `compute_s` between iterations (its shortest compute phase,
+        less what DDP overlap hides: JobConfig.shortest_idle_s): a BPF variant without an
+        explicit idle gap gets idle_gap_for_compute(compute_s)."""
         if not self.is_bpf or self.idle_gap_s is not None:
             return self
         return replace(self, idle_gap_s=idle_gap_for_compute(compute_s), idle_gap_derived=True)
 
-    def idle_gap_warning(self, compute_s: float, path: str) -> str | None:
-        """One line when an explicit idle gap is not below the compute time: then the socket is
-        never idle longer than the gap, no iteration boundary is seen and F stays 1."""
+    def idle_gap_warning(self, idle_s: float, path: str) -> str | None:
+        """One line when an explicit idle gap is not below the job's idle time between
+        iterations (its compute; with DDP overlap only the part no bucket overlaps): then the
+        socket is never idle longer than the gap, no iteration boundary is seen and F stays 1."""
         if not self.is_bpf or self.idle_gap_s is None or self.idle_gap_derived:
             return None
-        if self.idle_gap_s < compute_s:
+        if self.idle_gap_s < idle_s:
             return None
-        return (f"{path}.idle_gap: {self.idle_gap_s * 1e3:g} ms is not below the job's compute time "
-                f"({compute_s * 1e3:g} ms): MLTCP sees no iteration boundary and behaves like "
+        return (f"{path}.idle_gap: {self.idle_gap_s * 1e3:g} ms is not below the job's idle time "
+                f"between iterations ({idle_s * 1e3:g} ms): MLTCP sees no iteration boundary and behaves like "
                 f"its base CC (leave idle_gap out to derive it from the job)")
 
     @property

@@ -74,7 +74,7 @@ class Experiment:
         that no compute phase exceeds, a warm-up that leaves (almost) nothing to measure."""
         out = []
         for i, job in enumerate(self.jobs):
-            gap = job.cc.idle_gap_warning(job.shortest_compute_s, f"jobs[{i}].cc")
+            gap = job.cc.idle_gap_warning(job.shortest_idle_s, f"jobs[{i}].cc")
             if gap:
                 out.append(gap)
             if self.warmup_of(job) < self.run.warmup:

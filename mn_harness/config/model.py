@@ -225,7 +225,7 @@ class JobConfig:
                 self.workers, servers, ComputeSpec(self.compute_s), self.collective, self.bytes_per_iteration))
         # the MLTCP idle gap fits the job unless the YAML sets one (cc.spec.CCSpec.for_compute);
         # also on dataclasses.replace, so `--cc mltcp-reno` gets each job's own gap
-        object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_compute_s))
+        object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_idle_s))
 
     @property
     def n(self) -> int:
@@ -233,11 +233,25 @@ class JobConfig:
         return len(self.workers)
 
     @property
-    def shortest_compute_s(self) -> float:
-        """The shortest compute phase of an iteration (mean): the longest idle time that is sure
-        to separate two iterations on the job's sockets (phase lists: any compute phase may be
-        the one between two iterations)."""
-        return min((p.compute.mean_s for p in self.compute_phases), default=self.compute_s)
+    def shortest_idle_s(self) -> float:
+        """The shortest stretch of an iteration in which the job's sockets are sure to be idle
+        (mean): the longest idle time that is sure to separate two iterations (phase lists: any
+        compute phase may be the one between two iterations). A compute phase overlapped by DDP
+        buckets is idle only during its forward and the backward slice that produces the first
+        bucket: with 120 ms of compute (8 MB, DDP defaults) that is 50 ms, and a gap derived from
+        the whole 120 ms (60 ms) let MLTCP see 1 iteration boundary in 12 (bench/overlap.py)."""
+        idle = []
+        for index, phase in enumerate(self.phases):
+            if not isinstance(phase, ComputePhase):
+                continue
+            nxt = self.phases[index + 1] if index + 1 < len(self.phases) else None
+            mean = phase.compute.mean_s
+            if isinstance(nxt, CommPhase) and nxt.overlap and nxt.bytes:
+                first = nxt.overlap.buckets(nxt.bytes)[0]
+                back = nxt.overlap.backward
+                mean *= (1 - back) + back * first / nxt.bytes
+            idle.append(mean)
+        return min(idle, default=self.compute_s)
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -116,11 +116,24 @@ def test_jobs_get_their_own_gap_also_through_cc_overrides():
     from mn_harness.config import Experiment
 
     assert Experiment.from_dict(raw).jobs[0].cc.idle_gap_s == pytest.approx(0.015)
+    # DDP overlap: only forward (1/3) and the slice producing the first bucket (1 MiB of 8 MiB
+    # over backward, 2/3) are idle: 120 ms * (1/3 + 2/3 / 8) = 50 ms, half of it the gap. Half
+    # the whole compute (60 ms) was longer than any pause, and the kernel saw no iteration.
+    raw["jobs"][0].update(bytes_per_iteration="8MiB", compute="120ms",
+                          overlap={"bucket": "2MiB", "first_bucket": "1MiB"})
+    job = Experiment.from_dict(raw).jobs[0]
+    assert job.shortest_idle_s == pytest.approx(0.050)
+    assert job.cc.idle_gap_s == pytest.approx(0.025)
+    raw["jobs"][0]["cc"] = {"name": "mltcp-reno", "idle_gap": "60ms"}
+    assert [w for w in Experiment.from_dict(raw).warnings() if ".idle_gap:" in w] == [
+        "jobs[0].cc.idle_gap: 60 ms is not below the job's idle time between iterations (50 ms): "
+        "MLTCP sees no iteration boundary and behaves like its base CC (leave idle_gap out to "
+        "derive it from the job)"]
 
 
 def test_an_explicit_gap_not_below_compute_warns_in_one_line():
     warning = CCSpec("mltcp-reno", idle_gap_s=0.05).idle_gap_warning(0.05, "jobs[1].cc")
-    assert warning.startswith("jobs[1].cc.idle_gap: 50 ms is not below the job's compute time (50 ms)")
+    assert warning.startswith("jobs[1].cc.idle_gap: 50 ms is not below the job's idle time between iterations (50 ms)")
     assert "\n" not in warning
     assert CCSpec("mltcp-reno", idle_gap_s=0.049).idle_gap_warning(0.05, "x") is None
     assert CCSpec("mltcp-reno").for_compute(0.01).idle_gap_warning(0.01, "x") is None  # derived

@@ -62,7 +62,8 @@ def test_validate_prints_cassini_loops_and_warnings(tmp_path):
     (tmp_path / "gap.yaml").write_text(text)
     out = cli("validate", str(tmp_path / "gap.yaml"))
     assert out.returncode == 0 and out.stdout.count("warning:") == 1
-    assert "warning: jobs[0].cc.idle_gap: 300 ms is not below the job's compute time (300 ms)" in out.stdout
+    assert ("warning: jobs[0].cc.idle_gap: 300 ms is not below the job's idle time between "
+            "iterations (300 ms)") in out.stdout
 
 
 def test_validate_ecmp_shows_bmv2_paths_and_linux_candidates(tmp_path):
