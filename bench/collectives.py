@@ -11,8 +11,9 @@ per collective: the fraction's mean with its 95% CI over the repetitions, the bo
 reaches on this topology (busbw at the ideal time: below 1 where a link carries more than the
 convention assumes, e.g. the tree's inner ranks), and measured/ideal time. With --hosts 4 the job spans
 all four demo hosts (ring order h1 h3 h2 h4). Target: >= 0.85 for ring, tree, reduce-scatter
-and all-gather. Resumable: finished runs are kept in --state and skipped. Ends with one
-key=value line.
+and all-gather. Resumable: finished runs are kept in --state, keyed by the settings and the
+transport tunables in effect (defaults included, so a changed default is measured afresh), and
+skipped. Ends with one key=value line.
 
 Usage: sudo .venv/bin/python bench/collectives.py [--repeat 3] [--hosts 2] [--only ring_allreduce,...]"""
 
@@ -24,6 +25,7 @@ import os
 import statistics
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +41,7 @@ from mn_harness.network.plan import NetworkPlan  # noqa: E402
 from mn_harness.results.loaders import load_run  # noqa: E402
 from mn_harness.results.stats import mean_ci95  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
+from mn_harness.worker.transport import Tunables  # noqa: E402
 
 TARGET = ("ring_allreduce", "tree_allreduce", "reduce_scatter", "all_gather")
 
@@ -112,12 +115,14 @@ def main() -> int:
     names = args.only.split(",") if args.only else list(collectives.SCHEDULED)
     if args.transport:
         os.environ[TRANSPORT_ENV] = args.transport
+    # the effective tunables (defaults and overrides), so runs of an older default are not reused
+    tunables = json.dumps(asdict(Tunables.from_overrides(json.loads(args.transport or "{}"))), sort_keys=True)
     state_path = Path(args.state)
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     summary = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            key = f"{name}/{args.hosts}/{args.cc}/{args.target}/{args.transport}"
+            key = f"{name}/{args.hosts}/{args.cc}/{args.target}/{tunables}"
             if name == "parameter_server":
                 key += f"/servers{args.ps_servers}"
             runs = state.setdefault(key, [])
