@@ -27,7 +27,7 @@ one-string form): each variant's gain is over its base CC's run of the same roun
 
 Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
            [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
-       sudo .venv/bin/python bench/reproduce.py --resume results/reproduce-<stamp>
+       sudo .venv/bin/python bench/reproduce.py --resume results/reproduce-<stamp> [--repeat 8]
        .venv/bin/python bench/reproduce.py --table results/reproduce-<stamp>   (no runs, no root)"""
 
 from __future__ import annotations
@@ -152,13 +152,24 @@ def _run_scenarios(folder: Path, state: dict, args, run_one) -> bool:
 
 def _sweep(folder: Path, name: str, info: dict, state: dict) -> Sweep:
     if info.get("sweep"):
-        return load_sweep(info["sweep"])
+        sweep = load_sweep(info["sweep"])
+        _extend(sweep, state)
+        return sweep
     raw = scenario_raw(name, info["set"], state["iterations"])
     sweep = new_sweep(folder, raw, raw["experiment"], round_robin(state["ccs"], state["repeat"]))
     sweep.experiments()  # validated before the first run
     info["sweep"] = str(sweep.folder)
     (folder / STATE).write_text(json.dumps(state, indent=1))
     return sweep
+
+
+def _extend(sweep: Sweep, state: dict) -> None:
+    """Add the repetitions `state["repeat"]` asks for beyond what the sweep's plan has
+    (`--resume DIR --repeat N`), round-robin after the planned ones."""
+    have = 1 + max((e["repetition"] for e in sweep.runs), default=-1)
+    if state["repeat"] > have:
+        sweep.runs.extend(e for e in round_robin(state["ccs"], state["repeat"]) if e["repetition"] >= have)
+        sweep.save()
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -294,7 +305,8 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                         help="change every scenario, e.g. run.slow_start_after_idle=true (repeatable)")
     parser.add_argument("--ccs", default=DEFAULT_CCS)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="repetitions (default 5); with --resume: add repetitions up to this many")
     parser.add_argument("--iterations", type=int, default=None,
                         help="iterations of the slowest job of each scenario (others: the same duration)")
     parser.add_argument("--budget-min", type=float, default=None,
@@ -310,6 +322,9 @@ def main() -> int:
     if args.table or args.resume:
         folder = Path(args.table or args.resume)
         state = json.loads((folder / STATE).read_text())
+        if args.resume and args.repeat and args.repeat > state["repeat"]:
+            state["repeat"] = args.repeat
+            (folder / STATE).write_text(json.dumps(state, indent=1))
     else:
         changes = []
         for spec in args.set:
@@ -317,7 +332,7 @@ def main() -> int:
             changes.append((path, parse_value(value)))
         ccs = [c.strip() for c in args.ccs.split(",") if c.strip()]
         scenarios = {name: {"set": changes, "sweep": None} for name in args.scenarios.split(",")}
-        state = {"ccs": ccs, "repeat": args.repeat, "iterations": args.iterations,
+        state = {"ccs": ccs, "repeat": args.repeat or 5, "iterations": args.iterations,
                  "created": datetime.now().isoformat(), "scenarios": scenarios}
         folder = Path(args.out) / f"reproduce-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
         folder.mkdir(parents=True)

@@ -1,0 +1,36 @@
+"""bench/reproduce.py's restart logic (no runs, no root): `--resume DIR --repeat N` adds the
+missing repetitions round-robin after the planned ones and keeps what already ran."""
+
+import importlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _reproduce():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("reproduce")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_resume_with_more_repetitions_appends_them_round_robin(tmp_path):
+    reproduce = _reproduce()
+    ccs = ["reno", "mltcp-reno:slope=12"]
+    state = {"ccs": ccs, "repeat": 2, "iterations": 4, "scenarios": {"2jobs": {"set": [], "sweep": None}}}
+    sweep = reproduce._sweep(tmp_path, "2jobs", state["scenarios"]["2jobs"], state)
+    assert [(e["cc"], e["repetition"]) for e in sweep.runs] == [
+        ("reno", 0), ("mltcp-reno:slope=12", 0), ("reno", 1), ("mltcp-reno:slope=12", 1)]
+    sweep.runs[0]["results_dir"] = str(tmp_path / "ran")  # as if repetition 1 of reno had run
+    sweep.save()
+
+    state["repeat"] = 3
+    again = reproduce._sweep(tmp_path, "2jobs", state["scenarios"]["2jobs"], state)
+    assert [(e["cc"], e["repetition"]) for e in again.runs][4:] == [("reno", 2), ("mltcp-reno:slope=12", 2)]
+    assert again.runs[0]["results_dir"] == str(tmp_path / "ran")
+    reloaded = reproduce.load_sweep(state["scenarios"]["2jobs"]["sweep"])
+    assert len(reloaded.runs) == 6  # saved, so a second resume does not add them again
+    state["repeat"] = 2  # fewer than planned: nothing removed
+    assert len(reproduce._sweep(tmp_path, "2jobs", state["scenarios"]["2jobs"], state).runs) == 6
