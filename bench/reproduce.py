@@ -224,8 +224,8 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "cassini": prediction,
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
                "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t]}
-        name = cc.split(":")[0]  # "mltcp-reno:slope=8" (a variant with parameters) -> "mltcp-reno"
-        base = name[len("mltcp-"):] if name.startswith("mltcp-") else None
+        variant = cc.split(":")[0]  # "mltcp-reno:slope=8" (a variant with parameters) -> "mltcp-reno"
+        base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
             for (label, rep), v in per_run.items():
