@@ -1,4 +1,5 @@
-"""Throughput bins from a byte counter sampled once per bin, in a thread of the worker.
+"""Throughput bins: from a byte counter sampled once per bin, in a thread of the worker
+(BinSampler), or from bytes counted as they are sent (SendBins).
 
 The one sampler of the TCP workers: the synthetic worker reads bytes acked on its own sockets
 (getsockopt TCP_INFO, worker/main.py), the torch worker on gloo's (sock_diag lookups,
@@ -6,7 +7,8 @@ worker/torch_worker.py). Bins are aligned to the experiment's common start time 
 covers t0 + k*bin_s .. t0 + (k+1)*bin_s), so every worker's bins line up. One read per bin, no
 per-packet work: the counter is a getsockopt or one sock_diag dump, cheap next to a 10 ms bin.
 throughput_line() is the one writer of the rows of <job>-r<rank>.throughput.jsonl (read by
-mn_harness/results/collect.py)."""
+mn_harness/results/collect.py). The in-network aggregation worker (worker/inc.py) sends every
+UDP packet itself and counts its bytes as it goes (SendBins): no counter to sample."""
 
 from __future__ import annotations
 
@@ -23,6 +25,28 @@ def throughput_line(spec: WorkerSpec, iteration: int, bins: list[tuple[float, in
     `iteration` (iteration == spec.iterations for the bins left at the end)."""
     return json.dumps({"job": spec.job, "rank": spec.rank, "iteration": iteration,
                        "bin_s": spec.bin_s, "bins": bins}) + "\n"
+
+
+def bin_start(k: int, bin_s: float) -> float:
+    """Start of bin k in seconds since t0, as written to throughput.jsonl."""
+    return round(k * bin_s, 6)
+
+
+class SendBins:
+    """Bytes sent per bin (time since t0), counted by the sender as it sends."""
+
+    def __init__(self, t0: float, bin_s: float):
+        self.t0, self.bin_s = t0, bin_s
+        self.bins: dict[int, int] = {}
+
+    def add(self, now: float, nbytes: int) -> None:
+        k = int((now - self.t0) / self.bin_s)
+        self.bins[k] = self.bins.get(k, 0) + nbytes
+
+    def take(self) -> list[tuple[float, int]]:
+        out = [(bin_start(k, self.bin_s), v) for k, v in sorted(self.bins.items())]
+        self.bins = {}
+        return out
 
 
 class BinSampler(threading.Thread):
@@ -60,7 +84,7 @@ class BinSampler(threading.Thread):
         now = self.read()
         if self.last is not None and now != self.last:
             with self.lock:
-                self.bins.append((round((self.k - 1) * self.bin_s, 6), now - self.last))
+                self.bins.append((bin_start(self.k - 1, self.bin_s), now - self.last))
         self.last = now
 
     def flush(self) -> None:

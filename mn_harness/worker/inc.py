@@ -52,7 +52,7 @@ from mn_harness.p4.limits import AGG_MAX_WORKERS as MAX_INC_WORKERS
 from mn_harness.p4.limits import AGG_PORT_BASE
 from mn_harness.p4.limits import AGG_VECLEN as VECLEN
 from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
-from mn_harness.worker.bins import throughput_line
+from mn_harness.worker.bins import SendBins, throughput_line
 from mn_harness.worker.program import record
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -314,23 +314,6 @@ def default_gateway() -> str | None:
     return None
 
 
-class Bins:
-    """Bytes sent per throughput bin (time since t0), for throughput.jsonl."""
-
-    def __init__(self, t0: float, bin_s: float):
-        self.t0, self.bin_s = t0, bin_s
-        self.bins: dict[int, int] = {}
-
-    def add(self, now: float, nbytes: int) -> None:
-        k = int((now - self.t0) / self.bin_s)
-        self.bins[k] = self.bins.get(k, 0) + nbytes
-
-    def take(self) -> list[tuple[float, int]]:
-        out = [(round(k * self.bin_s, 6), v) for k, v in sorted(self.bins.items())]
-        self.bins = {}
-        return out
-
-
 def run(spec, wait_for_go: Callable[[], float]) -> int:
     """The worker's main loop for collective inc_allreduce (same READY/GO protocol and
     iteration lines as ring all-reduce)."""
@@ -356,7 +339,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
         raise SystemExit(f"worker: inc_allreduce socket: {exc}") from None
     print("READY", flush=True)
     t0 = wait_for_go()
-    bins = Bins(t0, spec.bin_s)
+    bins = SendBins(t0, spec.bin_s)
     session.on_send = bins.add
     start = t0 + spec.start_offset_s
     delay = start - time.monotonic()

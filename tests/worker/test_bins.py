@@ -136,3 +136,13 @@ def test_throughput_lines_are_read_back_by_the_results_collector(tmp_path):
     rows = throughput_rows(tmp_path)
     assert [(r.job, r.rank, r.t, r.bin_s, r.bytes) for r in rows] == [
         ("j", 1, 0.0, BIN_S, 100), ("j", 1, 0.01, BIN_S, 50), ("j", 1, 0.05, BIN_S, 7)]
+
+
+def test_send_bins_count_bytes_into_the_bins_of_t0_and_hand_them_over_once():
+    from mn_harness.worker.bins import SendBins
+
+    bins = SendBins(t0=100.0, bin_s=0.01)
+    for now, nbytes in ((100.001, 10), (100.009, 5), (100.0251, 7)):
+        bins.add(now, nbytes)
+    assert bins.take() == [(0.0, 15), (0.02, 7)]  # bin 1 had nothing: left out
+    assert bins.take() == []
