@@ -11,7 +11,11 @@ topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; table in the R
       5 at its end. Of the 12-point slope x intercept grid this was the best (1.06x of the
       isolated ideal, interleaved after iteration 6 in the sweep run; 1.07-1.14x in
       repeats); larger slope/intercept ratios converged faster, intercept 1 kept the start
-      of each phase as aggressive as the base CC.
+      of each phase as aggressive as the base CC. Larger slopes were measured later
+      (bench/reproduce.py, docs/cc.md "Beyond slope 4"): slope 32 interleaved three compatible
+      jobs within 10 iterations in 5 of 5 runs (slope 4: 0 of 5) but made the p99 worse than
+      slope 4 wherever the jobs could not interleave (partial, circular, stragglers, 4 jobs),
+      so 4 stays the default and `mltcp-reno:slope=32` is the choice for compatible jobs.
   idle_gap = 50 ms -> at 10 ms, 15-30% of the demo's iterations were split in two: under
       contention the pause between the two ring steps reached 60 ms, which resets
       bytes_ratio mid-iteration; at 50 ms no iteration was split (compute is 300 ms).
