@@ -245,12 +245,8 @@ class JobConfig:
             if not isinstance(phase, ComputePhase):
                 continue
             nxt = self.phases[index + 1] if index + 1 < len(self.phases) else None
-            mean = phase.compute.mean_s
-            if isinstance(nxt, CommPhase) and nxt.overlap and nxt.bytes:
-                first = nxt.overlap.buckets(nxt.bytes)[0]
-                back = nxt.overlap.backward
-                mean *= (1 - back) + back * first / nxt.bytes
-            idle.append(mean)
+            share = nxt.overlap.idle_share(nxt.bytes) if isinstance(nxt, CommPhase) and nxt.overlap else 1.0
+            idle.append(phase.compute.mean_s * share)
         return min(idle, default=self.compute_s)
 
     @property
