@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
 
+from mn_harness.cc.spec import CCSpec  # noqa: E402
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.config.loader import read_experiment_file  # noqa: E402
 from mn_harness.config.overrides import apply_variant, parse_value  # noqa: E402
@@ -224,7 +225,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "cassini": prediction,
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
                "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t]}
-        variant = cc.split(":")[0]  # "mltcp-reno:slope=8" (a variant with parameters) -> "mltcp-reno"
+        variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
         base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
