@@ -42,16 +42,17 @@ def _all_gather(total_bytes: int, n: int, first_step: int = 0) -> list[Transfer]
 
 
 def reduce_scatter(total_bytes: int, n: int) -> Schedule:
-    return Schedule("reduce_scatter", n, total_bytes, tuple(_reduce_scatter(total_bytes, n)))
+    return Schedule("reduce_scatter", n, total_bytes, tuple(_reduce_scatter(total_bytes, n)),
+                    lockstep=True)
 
 
 def all_gather(total_bytes: int, n: int) -> Schedule:
-    return Schedule("all_gather", n, total_bytes, tuple(_all_gather(total_bytes, n)))
+    return Schedule("all_gather", n, total_bytes, tuple(_all_gather(total_bytes, n)), lockstep=True)
 
 
 def ring_allreduce(total_bytes: int, n: int) -> Schedule:
     transfers = _reduce_scatter(total_bytes, n) + _all_gather(total_bytes, n, first_step=n - 1)
-    return Schedule("ring_allreduce", n, total_bytes, tuple(transfers))
+    return Schedule("ring_allreduce", n, total_bytes, tuple(transfers), lockstep=True)
 
 
 def broadcast(total_bytes: int, n: int) -> Schedule:

@@ -15,7 +15,13 @@ Execution rule, shared by the worker and the tests that check a schedule's meani
   rule segment by segment (segment j waits for segment j of the earlier receives), which is how
   NCCL's trees and chains keep every link busy;
 * on one directed pair (src -> dst) transfers go in `wire_order` — (step, channel, chunk) — so
-  both ends of a connection agree on what the next bytes are without any header.
+  both ends of a connection agree on what the next bytes are without any header;
+* when the schedule is `lockstep` (a ring: every rank sends to one neighbour and receives from
+  the other, segment for segment), the k-th segment a rank sends and the k-th it receives stand
+  at the same place of the pipeline, so a worker may hold a rank to at most W segments sent
+  ahead of those received (gloo's ring keeps two sends and two receives in flight; the
+  worker's `Tunables.window`). Elsewhere such a rule could deadlock (a tree's leaf sends its
+  whole block up before anything comes down), so it applies to lockstep schedules only.
 
 Standard library only: the worker imports this inside each emulated host."""
 
@@ -49,6 +55,7 @@ class Schedule:
     total_bytes: int  # S in the nccl-tests sense (see bandwidth.py)
     transfers: tuple[Transfer, ...]
     dependent: bool = True
+    lockstep: bool = False
 
     @property
     def steps(self) -> int:

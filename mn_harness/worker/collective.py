@@ -2,7 +2,7 @@
 the communication stream that runs collectives one after another.
 
 Posting follows the schedule's execution rule (collectives/schedule.py): the rank walks its
-transfers in wire order, posts every receive, and posts every send with the receives it must
+transfers in wire order, posts every receive, then every send with the receives it must
 wait for — for a dependent schedule, per peer the latest earlier-step receive on the same
 channel, segment by segment (segment j of a send waits for the received segment covering the
 same share of the block). Per-peer order is FIFO, so the latest receive from a peer implies the
@@ -41,25 +41,36 @@ def segments(nbytes: int, segment_bytes: int) -> list[int]:
 def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], iteration: int,
          op_id: int) -> tuple[list[Op], int]:
     """Post local rank `me`'s transfers (`ranks[local]` = the job rank to talk to). Returns the
-    posted operations and the bytes this rank sends."""
+    posted operations and the bytes this rank sends.
+
+    Every receive is posted first (each connection keeps its own FIFO per direction, so this
+    changes no byte order), then the sends: a send may then wait for any receive. On a lockstep
+    schedule with `Tunables.window` W > 0, the k-th segment sent waits for the (k-W)-th
+    segment received, as gloo's ring posts segment k only once segment k-2 is in."""
     seg_bytes = transport.tunables.segment_bytes
+    window = transport.tunables.window if schedule.lockstep else 0
+    mine = sorted(x for x in schedule.transfers if me in (x.src, x.dst))
     ops: list[Op] = []
-    sent = 0
-    # (channel, peer) -> [(step, segment ops)] of receives posted so far, in order
+    # (channel, peer) -> [(step, segment ops)] of receives, in order
     received: dict[tuple[int, int], list[tuple[int, list[Op]]]] = {}
-    for t in sorted(x for x in schedule.transfers if me in (x.src, x.dst)):
+    arrivals: list[Op] = []  # every segment this rank receives, in posting order
+    for t in (x for x in mine if x.dst == me):
+        got = [transport.recv(ranks[t.src], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j))
+               for j, size in enumerate(segments(t.nbytes, seg_bytes))]
+        received.setdefault((t.channel, t.src), []).append((t.step, got))
+        arrivals += got
+    ops += arrivals
+    sent = n_sent = 0
+    for t in (x for x in mine if x.src == me):
         sizes = segments(t.nbytes, seg_bytes)
-        if t.dst == me:
-            got = [transport.recv(ranks[t.src], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j))
-                   for j, size in enumerate(sizes)]
-            received.setdefault((t.channel, t.src), []).append((t.step, got))
-            ops += got
-        if t.src == me:
-            for j, size in enumerate(sizes):
-                after = _depends(received, t, j, len(sizes)) if schedule.dependent else []
-                ops.append(transport.send(ranks[t.dst], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j),
-                                          after))
-            sent += t.nbytes
+        for j, size in enumerate(sizes):
+            after = _depends(received, t, j, len(sizes)) if schedule.dependent else []
+            if window and window <= n_sent < len(arrivals) + window:
+                after.append(arrivals[n_sent - window])
+            ops.append(transport.send(ranks[t.dst], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j),
+                                      after))
+            n_sent += 1
+        sent += t.nbytes
     return ops, sent
 
 

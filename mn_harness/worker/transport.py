@@ -47,6 +47,11 @@ class Tunables:
                    packets per iteration against gloo's 62 and the synthetic/real mean ratios
                    left 1.00 +/- 0.10 in 2 of 15 cells; with 1 MiB 73 drops and 15 of 15
                    within (bench/fidelity.py, docs/fidelity.md).
+    window         on a ring (a `lockstep` schedule, collectives/schedule.py): a rank sends
+                   segment k only once it has received segment k - window, as gloo's ring
+                   posts a segment's send only when the receive two segments back is in (two
+                   operations in flight each way); 0: every segment posted at once, the socket
+                   buffer the only limit on what runs ahead.
     sndbuf, rcvbuf SO_SNDBUF / SO_RCVBUF in bytes; 0 leaves the kernel's autotuning
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
@@ -55,6 +60,7 @@ class Tunables:
 
     io_bytes: int = 1 << 20
     segment_bytes: int = 1 << 20
+    window: int = 0
     sndbuf: int = 0
     rcvbuf: int = 0
     nodelay: bool = True
@@ -69,8 +75,8 @@ class Tunables:
                 raise ValueError(f"unknown transport tunable {key!r} (known: {', '.join(known)})")
             changes[key] = value
         tunables = replace(cls(), **changes)
-        if tunables.io_bytes < TAG_BYTES or tunables.segment_bytes < 0:
-            raise ValueError("io_bytes must be >= 16 and segment_bytes >= 0")
+        if tunables.io_bytes < TAG_BYTES or tunables.segment_bytes < 0 or tunables.window < 0:
+            raise ValueError("io_bytes must be >= 16, segment_bytes and window >= 0")
         return tunables
 
 

@@ -69,8 +69,10 @@ def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeou
 CASES = [(name, n) for name in collectives.SCHEDULED if name != "pipeline" for n in (2, 3, 4)]
 
 
+@pytest.mark.parametrize("window", [0, 2])
 @pytest.mark.parametrize("name,n", CASES)
-def test_collective_moves_exactly_its_schedules_bytes(name, n):
+def test_collective_moves_exactly_its_schedules_bytes(name, n, window):
+    """And with gloo's window of 2 (rings only; the other schedules must not hang on it)."""
     nbytes = 100_003  # not a multiple of anything: rounding and short segments
     sched = collectives.schedule(name, nbytes, n, servers=1)
 
@@ -80,7 +82,8 @@ def test_collective_moves_exactly_its_schedules_bytes(name, n):
             op.wait(30)
         return sent
 
-    sent, acked = ranks_run(n, body, peers=lambda r: sched.peers_of(r))
+    sent, acked = ranks_run(n, body, Tunables(segment_bytes=16 * 1024, window=window),
+                            peers=lambda r: sched.peers_of(r))
     assert [sent[r] for r in range(n)] == sched.bytes_sent_per_rank()
     for r in range(n):
         assert set(acked[r]) == sched.peers_of(r)  # one connection per pair that talks
@@ -111,6 +114,31 @@ def test_a_rank_with_another_schedule_is_caught_by_the_tag():
         ranks_run(2, body)
 
 
+@pytest.mark.parametrize("window,expected", [(0, 5), (2, 2), (4, 4)])
+def test_the_window_holds_a_ring_rank_to_what_it_has_received(window, expected):
+    """Rank 1 posts nothing until rank 0 has had time to run ahead: rank 0 then has sent all 5
+    segments of its first step with no window (the kernel buffers them), and only `window` with
+    one, as gloo's ring does (the next send waits for the receive `window` segments back)."""
+    sched = collectives.schedule("ring_allreduce", 2 * 5 * 16 * 1024, 2)  # 5 segments per step
+    go = threading.Event()
+    ahead: list[int] = []
+
+    def body(rank, transport):
+        if rank == 1:
+            go.wait(10)
+        ops, _ = post(transport, sched, rank, [0, 1], iteration=0, op_id=0)
+        if rank == 0:
+            sends = ops[len(ops) // 2:]  # the receives are posted first
+            threading.Event().wait(0.5)
+            ahead.append(sum(op.done.is_set() for op in sends))
+            go.set()
+        for op in ops:
+            op.wait(30)
+
+    ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=window))
+    assert ahead == [expected]
+
+
 def test_unsegmented_transfers_and_stream_order():
     """segment_bytes 0 sends every transfer whole; collectives on the stream run in order."""
     sched = collectives.schedule("tree_allreduce", 40_000, 4)
@@ -133,6 +161,8 @@ def test_unsegmented_transfers_and_stream_order():
 def test_unknown_tunable_is_refused():
     with pytest.raises(ValueError, match="unknown transport tunable"):
         Tunables.from_overrides({"chunk": 1})
+    with pytest.raises(ValueError, match="window"):
+        Tunables.from_overrides({"window": -1})
     assert Tunables.from_overrides({"segment_bytes": 0}).segment_bytes == 0
 
 
