@@ -23,7 +23,7 @@ mn_harness/worker/transport.py Tunables overrides (use a fresh --out for each se
 record it, and a folder with runs of another setting is refused).
 
 Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--chunk-min 25] [--budget-min 200]
-           [--scenarios demo,three_jobs,heavy] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]
+           [--scenarios demo,three_jobs,heavy,three_slack] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]
            [--modes real,synthetic] [--transport JSON]"""
 
 from __future__ import annotations
@@ -87,7 +87,21 @@ def three_jobs() -> dict:
     return raw
 
 
-SCENARIOS = {"demo": demo, "three_jobs": three_jobs, "heavy": heavy}
+def three_slack() -> dict:
+    """bench/reproduce.py's `3jobs-slack`: three 2-worker jobs on one 1 Gbit/s bottleneck,
+    25 MB / 500 ms (a = 0.29 each: they could interleave perfectly), started 10 ms apart. Here
+    the unmodified CCs do not interleave on their own, so it shows whether the synthetic traffic
+    locks in step as often as gloo's (and so whether MLTCP's gain over reno is the traffic's)."""
+    raw = yaml.safe_load((ROOT / "topologies/compatible-3jobs.yaml").read_text())
+    for job in raw["jobs"]:
+        job["compute"] = "500ms"
+    return raw
+
+
+SCENARIOS = {"demo": demo, "three_jobs": three_jobs, "heavy": heavy, "three_slack": three_slack}
+# iterations per run where --iterations is not given: phases drift over tens of iterations in
+# three_slack, so 20 would show little more than the start
+ITERATIONS = {"three_slack": 40}
 
 
 def experiment(scenario: str, cc: str, mode: str, iterations: int) -> Experiment:
@@ -228,7 +242,8 @@ def main() -> int:
     parser.add_argument("--ccs", default=",".join(CCS))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="iterations per run (default: 20, three_slack 40)")
     parser.add_argument("--warmup", type=int, default=5, help="iterations left out of the statistics")
     parser.add_argument("--budget-min", type=float, default=25.0, help="start no run after this many minutes")
     parser.add_argument("--chunk-min", type=float, default=25.0,
@@ -262,7 +277,7 @@ def main() -> int:
                   flush=True)
             break
         print(f"[{k + 1}/{len(todo)}] {scenario} {cc} {mode} rep {rep}", flush=True)
-        exp = experiment(scenario, cc, mode, args.iterations)
+        exp = experiment(scenario, cc, mode, args.iterations or ITERATIONS.get(scenario, 20))
         lock.before_run()
         try:
             results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
