@@ -169,8 +169,9 @@ def ratio_ci(syn: list[float], real: list[float]) -> tuple[float, float | None]:
         return r, None
     se_s = hs / t_critical_95(len(syn) - 1)
     se_r = hr / t_critical_95(len(real) - 1)
-    rel = math.sqrt((se_s / ms) ** 2 + (se_r / mr) ** 2)
-    return r, t_critical_95(len(syn) + len(real) - 2) * rel * r
+    # r * sqrt((se_s/ms)^2 + (se_r/mr)^2), written so a synthetic mean of 0 (an overlap) is fine
+    se = math.sqrt(se_s ** 2 + (r * se_r) ** 2) / mr
+    return r, t_critical_95(len(syn) + len(real) - 2) * se
 
 
 def fmt(r: float, h: float | None) -> str:

@@ -32,3 +32,14 @@ def test_three_slack_is_the_3jobs_slack_scenario():
     exp = _fidelity().experiment("three_slack", "reno", "synthetic", 40)
     assert len(exp.jobs) == 3
     assert {(j.bytes_per_iteration, j.compute_s) for j in exp.jobs} == {(25_000_000, 0.5)}
+
+
+def test_ratio_ci_is_the_delta_method_and_takes_a_zero_numerator():
+    fidelity = _fidelity()
+    r, h = fidelity.ratio_ci([1.0, 1.2, 1.1], [1.0, 1.0, 1.0])
+    assert abs(r - 1.1) < 1e-9
+    # real side has no spread: the half-width is the synthetic CI relative to the real mean
+    t2, t4 = fidelity.t_critical_95(2), fidelity.t_critical_95(4)
+    assert abs(h - t4 * (0.1 / 3 ** 0.5)) < 1e-9 and t4 < t2
+    r0, h0 = fidelity.ratio_ci([0.0, 0.0, 0.0], [0.3, 0.5, 0.4])  # a synthetic overlap of 0
+    assert r0 == 0.0 and h0 == 0.0
