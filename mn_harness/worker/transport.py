@@ -52,9 +52,8 @@ class Tunables:
                    posts a segment's send only when the receive two segments back is in (two
                    operations in flight each way); 0: every segment posted at once, the socket
                    buffer the only limit on what runs ahead. With 0, on 3jobs-slack synthetic
-                   reno locked in step far more than gloo's (1.39x of ideal against 1.23x);
-                   with 2, 1.28x (bench/reproduce.py, 5 runs; bench/fidelity.py's three_slack,
-                   docs/fidelity.md).
+                   reno locked in step far more than gloo's (1.39x of ideal against 1.26x);
+                   with 2, 1.28x (bench/reproduce.py, 5 runs each; docs/fidelity.md).
     sndbuf, rcvbuf SO_SNDBUF / SO_RCVBUF in bytes; 0 leaves the kernel's autotuning
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
