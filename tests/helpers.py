@@ -1,11 +1,25 @@
-"""Test helpers: the shipped demo shrunk for real runs, and hand-made results folders."""
+"""Test helpers: the shipped demo shrunk for real runs, hand-made results folders, the bench scripts
+as modules."""
 
+import importlib
 import json
+import sys
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout under test
+
+
+def bench_module(name: str):
+    """bench/<name>.py imported as a module (bench/ is scripts, not a package)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
 TOPOLOGIES = ROOT / "topologies"
 
 

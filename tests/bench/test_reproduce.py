@@ -1,23 +1,11 @@
 """bench/reproduce.py's restart logic (no runs, no root): `--resume DIR --repeat N` adds the
 missing repetitions round-robin after the planned ones and keeps what already ran."""
 
-import importlib
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _reproduce():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("reproduce")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+from tests.helpers import bench_module
 
 
 def test_resume_with_more_repetitions_appends_them_round_robin(tmp_path):
-    reproduce = _reproduce()
+    reproduce = bench_module("reproduce")
     ccs = ["reno", "mltcp-reno:slope=12"]
     state = {"ccs": ccs, "repeat": 2, "iterations": 4, "scenarios": {"2jobs": {"set": [], "sweep": None}}}
     sweep = reproduce._sweep(tmp_path, "2jobs", state["scenarios"]["2jobs"], state)
