@@ -16,7 +16,7 @@ def test_every_scenario_is_a_valid_experiment(scenario):
 
 
 def test_three_slack_is_the_3jobs_slack_scenario():
-    """The held-back scenario of bench/reproduce.py: 3 jobs, 25 MB / 500 ms each."""
+    """bench/reproduce.py's `3jobs-slack`: 3 jobs, 25 MB / 500 ms each."""
     exp = bench_module("fidelity").experiment("three_slack", "reno", "synthetic", 40)
     assert len(exp.jobs) == 3
     assert {(j.bytes_per_iteration, j.compute_s) for j in exp.jobs} == {(25_000_000, 0.5)}
@@ -26,8 +26,8 @@ def test_ratio_ci_is_the_delta_method_and_takes_a_zero_numerator():
     fidelity = bench_module("fidelity")
     r, h = fidelity.ratio_ci([1.0, 1.2, 1.1], [1.0, 1.0, 1.0])
     assert abs(r - 1.1) < 1e-9
-    # real side has no spread: the half-width is the synthetic CI relative to the real mean
-    t2, t4 = fidelity.t_critical_95(2), fidelity.t_critical_95(4)
-    assert abs(h - t4 * (0.1 / 3 ** 0.5)) < 1e-9 and t4 < t2
+    # the real side has no spread: the half-width is the synthetic SE (sd 0.1 over 3 runs)
+    # relative to the real mean, with Student t at 3 + 3 - 2 degrees of freedom
+    assert abs(h - fidelity.t_critical_95(4) * (0.1 / 3 ** 0.5)) < 1e-9
     r0, h0 = fidelity.ratio_ci([0.0, 0.0, 0.0], [0.3, 0.5, 0.4])  # a synthetic overlap of 0
     assert r0 == 0.0 and h0 == 0.0
