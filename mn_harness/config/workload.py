@@ -102,9 +102,11 @@ class OverlapConfig:
     def idle_share(self, total_bytes: int) -> float:
         """The share of the overlapped compute phase before the first bucket goes out (forward,
         and the backward slice that produces the first bucket): the only part of it in which
-        the job's sockets are idle (jobs/program.py cuts the phase the same way)."""
-        first = self.buckets(total_bytes)[0] if total_bytes > 0 else 0
-        return (1 - self.backward) + (self.backward * first / total_bytes if total_bytes > 0 else 0)
+        the job's sockets are idle (jobs/program.py cuts the phase the same way). With nothing
+        to send the whole phase is idle, as before this helper existed."""
+        if total_bytes <= 0:
+            return 1.0
+        return (1 - self.backward) + self.backward * self.buckets(total_bytes)[0] / total_bytes
 
     def buckets(self, total_bytes: int) -> list[int]:
         """Bucket sizes in the order they are ready: the (smaller) first one, then full ones."""

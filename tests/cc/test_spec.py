@@ -138,3 +138,13 @@ def test_an_explicit_gap_not_below_compute_warns_in_one_line():
     assert CCSpec("mltcp-reno", idle_gap_s=0.049).idle_gap_warning(0.05, "x") is None
     assert CCSpec("mltcp-reno").for_compute(0.01).idle_gap_warning(0.01, "x") is None  # derived
     assert CCSpec("reno").idle_gap_warning(0.0, "x") is None
+
+
+def test_the_idle_share_of_an_overlapped_phase():
+    """Forward plus the first bucket's backward slice; a phase that sends nothing is idle whole
+    (the share the derived idle_gap used before OverlapConfig.idle_share existed)."""
+    from mn_harness.config.workload import OverlapConfig
+
+    overlap = OverlapConfig(bucket_bytes=2 << 20, first_bucket_bytes=1 << 20, backward=2 / 3)
+    assert overlap.idle_share(8 << 20) == pytest.approx(1 / 3 + 2 / 3 / 8)
+    assert overlap.idle_share(0) == 1.0
