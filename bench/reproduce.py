@@ -61,6 +61,10 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "2jobs": ("dumbbell-2jobs.yaml", []),
     "2jobs-ssai": ("dumbbell-2jobs-ssai.yaml", []),  # the demo file with slow start after idle
     "2jobs-sync": ("dumbbell-2jobs.yaml", [("jobs[1].start_offset", "0ms")]),
+    # what real clusters vary, on the demo's scenario: simultaneous starts, the bottleneck's queue
+    "2jobs-ssai-sync": ("dumbbell-2jobs-ssai.yaml", [("jobs[1].start_offset", "0ms")]),
+    "2jobs-ssai-q20": ("dumbbell-2jobs-ssai.yaml", [("links[2].queue", 20)]),
+    "2jobs-ssai-q400": ("dumbbell-2jobs-ssai.yaml", [("links[2].queue", 400)]),
     # the same with ECN: both switches CE-mark above 20 queued packets (for dctcp, mltcp-dctcp)
     "2jobs-ssai-ecn": ("dumbbell-2jobs-dctcp.yaml", [("run.slow_start_after_idle", True)]),
     "3jobs": ("compatible-3jobs.yaml", []),
@@ -70,6 +74,8 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # Computing 500 ms instead of 400 (a = 0.29 ideal, ~0.31 measured; N*a ~ 0.92) keeps the
     # phases separable; fair sharing of aligned phases still costs (1 - a) + N*a = 1.57x.
     "3jobs-slack": ("compatible-3jobs.yaml", [(f"jobs[{i}].compute", "500ms") for i in range(3)]),
+    "3jobs-slack-ssai": ("compatible-3jobs.yaml", [*[(f"jobs[{i}].compute", "500ms") for i in range(3)],
+                                                   ("run.slow_start_after_idle", True)]),
     "stragglers": ("stragglers-3jobs.yaml", []),
     "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
