@@ -4,7 +4,8 @@ torch.distributed (gloo) jobs ("real") and with the project's synthetic worker (
 per congestion control, with repetitions; printed as synthetic/real ratios with 95% CIs.
 
 Per run (warm-up iterations excluded): the mean over jobs of each job's mean and p99 iteration
-time and of its mean overlap (results.md's definitions). Per scenario and CC: the ratio
+time and of its mean overlap (results.md's definitions), and whether its jobs interleaved
+(the convergence rule bench/reproduce.py counts). Per scenario and CC: the ratio
 synthetic/real of the means over repetitions, with a 95% CI from the two samples' standard
 errors (delta method: relative SE of a ratio = sqrt(se_s^2/m_s^2 + se_r^2/m_r^2), Student t with
 n_s + n_r - 2 degrees of freedom). Overlap ratios are shown only where the real overlap is at
@@ -46,9 +47,9 @@ import yaml  # noqa: E402
 
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
-from mn_harness.report.metrics import iteration_overlaps, rivals  # noqa: E402
+from mn_harness.report.metrics import compute_metrics, iteration_overlaps, rivals  # noqa: E402
 from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import load_iterations  # noqa: E402
+from mn_harness.results.loaders import load_iterations, load_run  # noqa: E402
 from mn_harness.results.schema import ITERATIONS_CSV  # noqa: E402
 from mn_harness.results.stats import mean, mean_ci95, percentile, t_critical_95  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
@@ -130,7 +131,27 @@ def run_metrics(results: Path, warmup: int) -> dict:
                if o.iteration >= warmup and o.overlap is not None]
         overlaps.append(mean(ovs) if ovs else 0.0)
     return {"mean_s": mean(means), "p99_s": mean(p99s), "overlap": mean(overlaps),
-            "status": summary["status"], "results": str(results)}
+            "interleaved": interleaved(results), "status": summary["status"], "results": str(results)}
+
+
+def interleaved(results: Path) -> bool | None:
+    """Did every job with a rival interleave (overlap <= 10% from some iteration on, results.md's
+    convergence rule, as bench/reproduce.py counts it)? None when no job has a rival.
+
+    Two-job runs are bimodal: a run either interleaves (near the ideal, p99 ~ mean) or stays in
+    step (~1.1-1.4x, p99 far above), so a cell's mean and p99 depend first on how many of its
+    runs interleaved; the count says whether a ratio off 1 is traffic or that draw."""
+    run = load_run(results)
+    metrics = compute_metrics(run.summary, run.iterations, run.throughput)
+    conv = [j.convergence_iteration for j in metrics.jobs.values() if j.rivals]
+    return None if not conv else all(c is not None for c in conv)
+
+
+def interleaved_count(runs: list[dict]) -> str:
+    """'k/n': of n runs (with rivals), k interleaved; older run files are read from their results."""
+    flags = [m["interleaved"] if "interleaved" in m else interleaved(Path(m["results"])) for m in runs]
+    known = [f for f in flags if f is not None]
+    return f"{sum(known)}/{len(known)}"
 
 
 class MeasurementLock:
@@ -192,11 +213,12 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
     within = total = 0
     if markdown:
         print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
-              "p99 ratio (95% CI) | overlap real / synthetic | on target |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "p99 ratio (95% CI) | overlap real / synthetic | interleaved real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
     else:
         print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
-              f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} overlap real/syn, ratio")
+              f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} {'interleaved':<11} "
+              "overlap real/syn, ratio")
     for scenario in scenarios:
         for cc in ccs:
             real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
@@ -220,16 +242,17 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
             total += 1
             keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
             keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
+            inter = f"{interleaved_count(real)} / {interleaved_count(syn)}"
             if markdown:
                 print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
                       f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
                       f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
-                      f"{o_real:.0%} / {o_syn:.0%} | {'yes' if ok else 'no'} |")
+                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {'yes' if ok else 'no'} |")
                 continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
-                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {overlap}{'' if ok else '  <- off target'}")
+                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {overlap}{'' if ok else '  <- off target'}")
     keys["on_target"] = f"{within}/{total}"
     return keys
 

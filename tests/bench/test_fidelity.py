@@ -31,3 +31,17 @@ def test_ratio_ci_is_the_delta_method_and_takes_a_zero_numerator():
     assert abs(h - fidelity.t_critical_95(4) * (0.1 / 3 ** 0.5)) < 1e-9
     r0, h0 = fidelity.ratio_ci([0.0, 0.0, 0.0], [0.3, 0.5, 0.4])  # a synthetic overlap of 0
     assert r0 == 0.0 and h0 == 0.0
+
+
+def test_interleaved_tells_phases_apart_from_phases_in_step(tmp_path):
+    """The per-run flag the table counts: A and B communicate 0.4 s of each 1.0 s period; B 0.5 s
+    later communicates inside A's compute, B at the same time never leaves A's phase."""
+    from tests.helpers import write_folder
+    fidelity = bench_module("fidelity")
+    apart = write_folder(tmp_path / "apart", offset_b=0.5, n_iter=12)
+    in_step = write_folder(tmp_path / "in_step", offset_b=0.0, n_iter=12)
+    assert fidelity.interleaved(apart) is True
+    assert fidelity.interleaved(in_step) is False
+    # run files from before the flag are read from their results folders
+    runs = [{"interleaved": True}, {"results": str(in_step)}, {"results": str(apart)}]
+    assert fidelity.interleaved_count(runs) == "2/3"
