@@ -4,8 +4,9 @@ torch.distributed (gloo) jobs ("real") and with the project's synthetic worker (
 per congestion control, with repetitions; printed as synthetic/real ratios with 95% CIs.
 
 Per run (warm-up iterations excluded): the mean over jobs of each job's mean and p99 iteration
-time and of its mean overlap (results.md's definitions), and whether its jobs interleaved
-(the convergence rule bench/reproduce.py counts). Per scenario and CC: the ratio
+time and of its mean overlap (results.md's definitions), whether its jobs interleaved (the
+convergence rule bench/reproduce.py counts) and the share of its communication phases stalled
+by a retransmission timeout (>= 150 ms with nothing acknowledged). Per scenario and CC: the ratio
 synthetic/real of the means over repetitions, with a 95% CI from the two samples' standard
 errors (delta method: relative SE of a ratio = sqrt(se_s^2/m_s^2 + se_r^2/m_r^2), Student t with
 n_s + n_r - 2 degrees of freedom). Overlap ratios are shown only where the real overlap is at
@@ -30,6 +31,7 @@ Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3]
 from __future__ import annotations
 
 import argparse
+import bisect
 import copy
 import fcntl
 import json
@@ -49,8 +51,7 @@ from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
 from mn_harness.report.metrics import compute_metrics, iteration_overlaps, rivals  # noqa: E402
 from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import load_iterations, load_run  # noqa: E402
-from mn_harness.results.schema import ITERATIONS_CSV  # noqa: E402
+from mn_harness.results.loaders import RunData, load_run  # noqa: E402
 from mn_harness.results.stats import mean, mean_ci95, percentile, t_critical_95  # noqa: E402
 from mn_harness.runner import run_experiment  # noqa: E402
 
@@ -58,6 +59,7 @@ LOCK = "/tmp/mn-harness-measure.lock"
 CCS = ("reno", "cubic", "bbr", "mltcp-reno", "mltcp-cubic")
 MODES = {"real": "torch_allreduce", "synthetic": "ring_allreduce"}
 TOLERANCE = 0.10
+STALL_S = 0.15  # a stretch of a communication phase with nothing acknowledged (stalled_share)
 
 
 def demo() -> dict:
@@ -115,11 +117,12 @@ def experiment(scenario: str, cc: str, mode: str, iterations: int) -> Experiment
 
 
 def run_metrics(results: Path, warmup: int) -> dict:
-    """Mean over jobs of (mean iteration time, p99, mean overlap), iterations >= warmup."""
+    """Mean over jobs of (mean iteration time, p99, mean overlap), iterations >= warmup; whether
+    the run interleaved and its stalled share."""
     summary = json.loads((results / "summary.json").read_text())
     n_ranks = {name: len(j["workers"]) for name, j in summary["jobs"].items()}
-    rows, _malformed = load_iterations(results / ITERATIONS_CSV)
-    iters = job_iterations(rows, n_ranks)
+    run = load_run(results)
+    iters = job_iterations(run.iterations, n_ranks)
     means, p99s, overlaps = [], [], []
     for job in summary["jobs"]:
         times = [i.iter_time for i in iters.get(job, []) if i.complete and i.iteration >= warmup]
@@ -131,27 +134,58 @@ def run_metrics(results: Path, warmup: int) -> dict:
                if o.iteration >= warmup and o.overlap is not None]
         overlaps.append(mean(ovs) if ovs else 0.0)
     return {"mean_s": mean(means), "p99_s": mean(p99s), "overlap": mean(overlaps),
-            "interleaved": interleaved(results), "status": summary["status"], "results": str(results)}
+            "interleaved": interleaved(run), "stalled": stalled_share(run, warmup),
+            "status": summary["status"], "results": str(results)}
 
 
-def interleaved(results: Path) -> bool | None:
+def interleaved(run: RunData) -> bool | None:
     """Did every job with a rival interleave (overlap <= 10% from some iteration on, results.md's
     convergence rule, as bench/reproduce.py counts it)? None when no job has a rival.
 
     Two-job runs are bimodal: a run either interleaves (near the ideal, p99 ~ mean) or stays in
     step (~1.1-1.4x, p99 far above), so a cell's mean and p99 depend first on how many of its
     runs interleaved; the count says whether a ratio off 1 is traffic or that draw."""
-    run = load_run(results)
     metrics = compute_metrics(run.summary, run.iterations, run.throughput)
     conv = [j.convergence_iteration for j in metrics.jobs.values() if j.rivals]
     return None if not conv else all(c is not None for c in conv)
 
 
-def interleaved_count(runs: list[dict]) -> str:
-    """'k/n': of n runs (with rivals), k interleaved; older run files are read from their results."""
-    flags = [m["interleaved"] if "interleaved" in m else interleaved(Path(m["results"])) for m in runs]
+def stalled_share(run: RunData, warmup: int) -> float:
+    """Share of the (job, rank) communication phases, iterations >= warmup, that hold a stretch
+    of >= STALL_S with none of the rank's bytes acknowledged (throughput.csv's bins): the mark of
+    a retransmission timeout (Linux's minimum RTO is 200 ms; a phase here lasts 0.2-1 s). One
+    such phase in 15 sets a run's p99, so where the p99 ratios part and the means agree, this
+    says whether the two traffics time out as often."""
+    acked: dict[tuple[str, int], list[float]] = {}
+    for row in run.throughput:
+        if row.bytes > 0:
+            acked.setdefault((row.job, row.rank), []).append(row.t)
+    for times in acked.values():
+        times.sort()
+    phases = stalled = 0
+    for it in run.iterations:
+        if it.iteration < warmup or it.t_comm_end <= it.t_comm_start:
+            continue
+        times = acked.get((it.job, it.rank), [])
+        inside = times[bisect.bisect_left(times, it.t_comm_start):bisect.bisect_right(times, it.t_comm_end)]
+        edges = [it.t_comm_start, *inside, it.t_comm_end]
+        phases += 1
+        stalled += max(b - a for a, b in zip(edges, edges[1:], strict=False)) >= STALL_S
+    return stalled / phases if phases else 0.0
+
+
+def run_flags(runs: list[dict], warmup: int) -> tuple[str, float]:
+    """('k/n', mean stalled share): of n runs (with rivals) k interleaved; run files from before
+    these fields are read again from their results folders."""
+    flags, shares = [], []
+    for m in runs:
+        if "interleaved" not in m or "stalled" not in m:
+            run = load_run(m["results"])
+            m = {**m, "interleaved": interleaved(run), "stalled": stalled_share(run, warmup)}
+        flags.append(m["interleaved"])
+        shares.append(m["stalled"])
     known = [f for f in flags if f is not None]
-    return f"{sum(known)}/{len(known)}"
+    return f"{sum(known)}/{len(known)}", mean(shares)
 
 
 class MeasurementLock:
@@ -207,18 +241,20 @@ def load_done(out: Path) -> dict[tuple[str, str, str], list[dict]]:
     return done
 
 
-def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = False) -> dict[str, object]:
+def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = False,
+           warmup: int = 5) -> dict[str, object]:
     done = load_done(out)
     keys: dict[str, object] = {}
     within = total = 0
     if markdown:
         print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
-              "p99 ratio (95% CI) | overlap real / synthetic | interleaved real / synthetic | on target |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "p99 ratio (95% CI) | overlap real / synthetic | interleaved real / synthetic | "
+              "stalled phases real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
     else:
         print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
               f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} {'interleaved':<11} "
-              "overlap real/syn, ratio")
+              f"{'stalled':<9} overlap real/syn, ratio")
     for scenario in scenarios:
         for cc in ccs:
             real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
@@ -242,17 +278,19 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
             total += 1
             keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
             keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
-            inter = f"{interleaved_count(real)} / {interleaved_count(syn)}"
+            (inter_r, stall_r), (inter_s, stall_s) = run_flags(real, warmup), run_flags(syn, warmup)
+            inter, stalls = f"{inter_r} / {inter_s}", f"{stall_r:.0%}/{stall_s:.0%}"
             if markdown:
                 print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
                       f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
                       f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
-                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {'yes' if ok else 'no'} |")
+                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {stalls} | {'yes' if ok else 'no'} |")
                 continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
-                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {overlap}{'' if ok else '  <- off target'}")
+                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {stalls:<9} {overlap}"
+                  f"{'' if ok else '  <- off target'}")
     keys["on_target"] = f"{within}/{total}"
     return keys
 
@@ -312,7 +350,7 @@ def main() -> int:
               f"overlap {metrics['overlap']:.1%}", flush=True)
         (out / "runs" / f"{scenario}__{cc}__{mode}__r{rep}.json").write_text(json.dumps(metrics))
     lock.release()
-    keys = report(out, scenarios, ccs, args.markdown)
+    keys = report(out, scenarios, ccs, args.markdown, args.warmup)
     print(" ".join(f"{k}={v}" for k, v in keys.items()))
     return 0
 

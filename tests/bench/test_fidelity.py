@@ -36,12 +36,33 @@ def test_ratio_ci_is_the_delta_method_and_takes_a_zero_numerator():
 def test_interleaved_tells_phases_apart_from_phases_in_step(tmp_path):
     """The per-run flag the table counts: A and B communicate 0.4 s of each 1.0 s period; B 0.5 s
     later communicates inside A's compute, B at the same time never leaves A's phase."""
+    from mn_harness.results.loaders import load_run
     from tests.helpers import write_folder
     fidelity = bench_module("fidelity")
     apart = write_folder(tmp_path / "apart", offset_b=0.5, n_iter=12)
     in_step = write_folder(tmp_path / "in_step", offset_b=0.0, n_iter=12)
-    assert fidelity.interleaved(apart) is True
-    assert fidelity.interleaved(in_step) is False
-    # run files from before the flag are read from their results folders
-    runs = [{"interleaved": True}, {"results": str(in_step)}, {"results": str(apart)}]
-    assert fidelity.interleaved_count(runs) == "2/3"
+    assert fidelity.interleaved(load_run(apart)) is True
+    assert fidelity.interleaved(load_run(in_step)) is False
+    # run files from before these fields are read again from their results folders
+    runs = [{"interleaved": True, "stalled": 0.5}, {"results": str(in_step)}, {"results": str(apart)}]
+    assert fidelity.run_flags(runs, warmup=2) == ("2/3", 0.5 / 3)
+
+
+def test_stalled_share_counts_phases_with_a_timeout_sized_gap(tmp_path):
+    """write_folder's ranks get 1000 bytes acked in every 10 ms bin of their 0.4 s phases: no
+    stall. Remove 200 ms of rank 0's bins in one phase of A (3 ranks x 6 iterations after a
+    warm-up of 2 = 18 phases): 1 of 18 stalled. 100 ms is a loss recovered, not a timeout."""
+    from mn_harness.results.loaders import load_run
+    from tests.helpers import write_folder
+    fidelity = bench_module("fidelity")
+    root = write_folder(tmp_path / "run", n_iter=8)
+    assert fidelity.stalled_share(load_run(root), warmup=2) == 0.0
+    lines = (root / "throughput.csv").read_text().splitlines()
+
+    def without(t0, t1):  # A rank 0's bins of iteration 4 (comm 4.6-5.0 s) in [t0, t1) removed
+        keep = [x for x in lines if not (x.startswith("A,0,") and t0 <= float(x.split(",")[2]) < t1)]
+        (root / "throughput.csv").write_text("\n".join(keep) + "\n")
+        return fidelity.stalled_share(load_run(root), warmup=2)
+
+    assert without(4.7, 4.9) == 1 / 18
+    assert without(4.7, 4.8) == 0.0
