@@ -22,3 +22,24 @@ def test_resume_with_more_repetitions_appends_them_round_robin(tmp_path):
     assert len(reloaded.runs) == 6  # saved, so a second resume does not add them again
     state["repeat"] = 2  # fewer than planned: nothing removed
     assert len(reproduce._sweep(tmp_path, "2jobs", state["scenarios"]["2jobs"], state).runs) == 6
+
+
+def test_every_suite_scenario_is_a_valid_experiment():
+    """A SUITE entry whose change no longer fits its file fails here, not an hour into a sweep;
+    the probes of what clusters vary change exactly what their names say."""
+    import pytest
+
+    from mn_harness.config import Experiment
+    reproduce = bench_module("reproduce")
+    for name in reproduce.SUITE:
+        try:
+            Experiment.from_dict(reproduce.scenario_raw(name, [], 10))
+        except Exception as exc:  # noqa: BLE001 - name the scenario
+            pytest.fail(f"{name}: {exc}")
+    sync = Experiment.from_dict(reproduce.scenario_raw("2jobs-ssai-sync", [], 10))
+    assert [j.start_offset_s for j in sync.jobs] == [0.0, 0.0] and sync.run.slow_start_after_idle
+    for name, queue in (("2jobs-ssai-q20", 20), ("2jobs-ssai-q400", 400)):
+        raw = reproduce.scenario_raw(name, [], 10)
+        assert raw["links"][2]["endpoints"] == ["s1", "s2"] and raw["links"][2]["queue"] == queue
+    slack = Experiment.from_dict(reproduce.scenario_raw("3jobs-slack-ssai", [], 10))
+    assert {j.compute_s for j in slack.jobs} == {0.5} and slack.run.slow_start_after_idle
