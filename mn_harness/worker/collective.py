@@ -46,32 +46,40 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
     Every receive is posted first (each connection keeps its own FIFO per direction, so this
     changes no byte order), then the sends: a send may then wait for any receive. On a lockstep
     schedule with `Tunables.window` W > 0, the k-th segment sent waits for the (k-W)-th
-    segment received, as gloo's ring posts segment k only once segment k-2 is in."""
+    segment received, as gloo's ring posts segment k only once segment k-2 is in. With
+    `Tunables.recv_ready` as well, the k-th receive is announced to its sender when gloo would
+    post it (the (k-W)-th receive and send done) and every send waits for its announcement."""
     seg_bytes = transport.tunables.segment_bytes
     window = transport.tunables.window if schedule.lockstep else 0
+    handshake = transport.tunables.recv_ready and schedule.lockstep
     mine = sorted(x for x in schedule.transfers if me in (x.src, x.dst))
     ops: list[Op] = []
     # (channel, peer) -> [(step, segment ops)] of receives, in order
     received: dict[tuple[int, int], list[tuple[int, list[Op]]]] = {}
     arrivals: list[Op] = []  # every segment this rank receives, in posting order
+    senders: list[int] = []  # ... and the job rank each comes from
     for t in (x for x in mine if x.dst == me):
         got = [transport.recv(ranks[t.src], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j))
                for j, size in enumerate(segments(t.nbytes, seg_bytes))]
         received.setdefault((t.channel, t.src), []).append((t.step, got))
         arrivals += got
+        senders += [ranks[t.src]] * len(got)
     ops += arrivals
-    sent = n_sent = 0
+    sends: list[Op] = []
+    sent = 0
     for t in (x for x in mine if x.src == me):
         sizes = segments(t.nbytes, seg_bytes)
         for j, size in enumerate(sizes):
             after = _depends(received, t, j, len(sizes)) if schedule.dependent else []
-            if window and window <= n_sent < len(arrivals) + window:
-                after.append(arrivals[n_sent - window])
-            ops.append(transport.send(ranks[t.dst], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j),
-                                      after))
-            n_sent += 1
+            if window and window <= len(sends) < len(arrivals) + window:
+                after.append(arrivals[len(sends) - window])
+            sends.append(transport.send(ranks[t.dst], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j),
+                                        after, handshake))
         sent += t.nbytes
-    return ops, sent
+    for k, peer in enumerate(senders if handshake else []):
+        gate = [arrivals[k - window], *sends[k - window:k - window + 1]] if window and k >= window else []
+        transport.ready(peer, gate)  # gloo posts receive k with send k: after both `window` back
+    return ops + sends, sent
 
 
 def _depends(received: dict[tuple[int, int], list[tuple[int, list[Op]]]], t: Transfer, j: int,

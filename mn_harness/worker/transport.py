@@ -10,6 +10,13 @@ by segment. Both ends post a connection's operations in the same order, so the b
 no framing; the first bytes of every operation carry a tag the receiver checks, so a schedule
 bug shows up as one clear error instead of silently wrong traffic.
 
+With `Tunables.recv_ready` the stream is framed, as gloo's is: every message starts with one
+byte, DATA (an operation's bytes follow) or READY (the peer has posted one more handshake
+receive). A handshake send is written only once the peer's matching READY has arrived, and a
+READY waits behind the data already being written on its connection: gloo's send-ready /
+receive-ready protocol (`transport/tcp/pair.cc`), which couples each direction of a ring to
+the progress of the other.
+
 Connection set-up: every rank listens on (its address, the job's port); for each pair the
 higher rank connects to the lower one, and the acceptor knows the peer by its source address
 (one rank per host). The listener and every connecting socket get the CC, buffer sizes and
@@ -23,11 +30,14 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 TAG_BYTES = 16
+DATA, READY = b"D", b"R"  # message kinds of a framed stream (Tunables.recv_ready)
+_CALLBACKS = threading.Lock()  # guards every Op's done flag against its callbacks
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,11 @@ class Tunables:
                    buffer the only limit on what runs ahead. With 0, on 3jobs-slack synthetic
                    reno locked in step far more than gloo's (1.39x of ideal against 1.26x);
                    with 2, 1.28x (bench/reproduce.py, 5 runs each; docs/fidelity.md).
+    recv_ready     gloo's handshake: on a ring, a rank announces each receive when it posts it
+                   (at the window's release: the receive and the send `window` segments back
+                   done) and a send moves only once the peer announced the matching receive;
+                   the announcement is queued behind the data its connection is writing.
+                   Frames the stream (a 1-byte kind per message, see the module docstring).
     sndbuf, rcvbuf SO_SNDBUF / SO_RCVBUF in bytes; 0 leaves the kernel's autotuning
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
@@ -63,6 +78,7 @@ class Tunables:
     io_bytes: int = 1 << 20
     segment_bytes: int = 1 << 20
     window: int = 2
+    recv_ready: bool = False
     sndbuf: int = 0
     rcvbuf: int = 0
     nodelay: bool = True
@@ -87,16 +103,36 @@ class TransportError(Exception):
 
 
 class Op:
-    """One posted send or receive; `done` is set when it finished (or failed)."""
+    """One posted send or receive; `done` is set when it finished (or failed). A `handshake`
+    send waits for the peer's READY (Tunables.recv_ready)."""
 
-    __slots__ = ("nbytes", "tag", "after", "done", "error")
+    __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "_callbacks")
 
-    def __init__(self, nbytes: int, tag: bytes, after: Iterable[Op] = ()):
+    def __init__(self, nbytes: int, tag: bytes, after: Iterable[Op] = (), handshake: bool = False):
         self.nbytes = nbytes
         self.tag = tag[:TAG_BYTES]
         self.after = tuple(after)
+        self.handshake = handshake
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_done(self, fn: Callable[[], None]) -> bool:
+        """Have fn() called (once) when this op finishes; False, and fn not kept, if it has."""
+        with _CALLBACKS:
+            if self.done.is_set():
+                return False
+            if fn not in self._callbacks:
+                self._callbacks.append(fn)
+            return True
+
+    def finish(self, error: BaseException | None) -> None:
+        with _CALLBACKS:
+            self.error = error
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()
 
     def wait(self, timeout: float | None = None) -> None:
         if not self.done.wait(timeout):
@@ -105,12 +141,38 @@ class Op:
             raise self.error
 
 
+def when_all(ops: Iterable[Op], fn: Callable[[], None]) -> None:
+    """Call fn() once every op in ops has finished (at once if they all have)."""
+    ops = list(ops)
+    left = [len(ops) + 1]
+    lock = threading.Lock()
+
+    def one() -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            fn()
+
+    for op in ops:
+        if not op.on_done(one):
+            one()
+    one()
+
+
 class Connection:
-    """One peer: a socket and its sender and receiver threads."""
+    """One peer: a socket and its sender and receiver threads. The sender writes, in order,
+    the posted sends whose dependencies are done (and, framed, whose peer is ready) and, between
+    them, the READY notifications due; everything it waits for wakes it through `cv`."""
 
     def __init__(self, sock: socket.socket, peer: int, tunables: Tunables):
         self.sock, self.peer, self.tunables = sock, peer, tunables
-        self.sends: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self.framed = tunables.recv_ready
+        self.cv = threading.Condition()
+        self.outbox: deque[Op | None] = deque()  # posted sends; None: finish
+        self.notes = 0       # READY notifications due to the peer, not yet written
+        self.peer_ready = 0  # READYs the peer sent: handshake sends it has posted receives for
+        self.hs_sent = 0     # handshake sends taken for writing
         self.recvs: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
@@ -118,20 +180,71 @@ class Connection:
         for t in self.threads:
             t.start()
 
+    def post_send(self, op: Op | None) -> None:
+        with self.cv:
+            self.outbox.append(op)
+            self.cv.notify()
+
+    def note_ready(self) -> None:
+        """One more handshake receive from the peer is posted: tell it (after the data the
+        sender is writing, as gloo's pair queues the notification behind its pending writes)."""
+        with self.cv:
+            self.notes += 1
+            self.cv.notify()
+
+    def _wake(self) -> None:
+        with self.cv:
+            self.cv.notify()
+
     def _finish(self, op: Op, error: BaseException | None) -> None:
         if error is not None and self.broken is None:
             self.broken = error
-        op.error = error
-        op.done.set()
+            self._wake()
+        op.finish(error)
+
+    def _writable(self, op: Op) -> bool:
+        if self.broken is not None:
+            return True  # to fail it
+        for dep in op.after:
+            if dep.on_done(self._wake):  # not done: woken when it is
+                return False
+        return not op.handshake or self.peer_ready > self.hs_sent
+
+    def _next(self) -> Op | int | None:
+        """The next thing to write: READY notifications (their count), a send, None (finish)."""
+        with self.cv:
+            while True:
+                if self.notes:
+                    n, self.notes = self.notes, 0
+                    return n
+                if self.outbox:
+                    op = self.outbox[0]
+                    if op is None:
+                        return None
+                    if self._writable(op):
+                        self.outbox.popleft()
+                        self.hs_sent += op.handshake
+                        return op
+                self.cv.wait()
 
     def _send_loop(self) -> None:
         buf = memoryview(bytearray(self.tunables.io_bytes))
-        while (op := self.sends.get()) is not None:
+        while (item := self._next()) is not None:
+            if isinstance(item, int):
+                try:
+                    self.sock.sendall(READY * item)
+                except OSError as exc:
+                    self.broken = self.broken or exc
+                continue
+            op = item
             try:
                 if self.broken is not None:
                     raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
                 for dep in op.after:
-                    dep.wait()
+                    if dep.error is not None:
+                        raise dep.error
+                if self.framed:
+                    self.sock.sendall(DATA)
                 buf[:len(op.tag)] = op.tag
                 left = op.nbytes
                 while left > 0:
@@ -154,12 +267,31 @@ class Connection:
                 raise TransportError(f"rank {self.peer} closed the connection")
             got += k
 
+    def _kind(self) -> bytes:
+        """Framed: the next message's kind, READYs counted on the way; b"" at the end."""
+        while True:
+            try:
+                kind = self.sock.recv(1)
+            except OSError:
+                return b""
+            if kind != READY:
+                return kind
+            with self.cv:
+                self.peer_ready += 1
+                self.cv.notify()
+
     def _recv_loop(self) -> None:
         buf = memoryview(bytearray(self.tunables.io_bytes))
-        while (op := self.recvs.get()) is not None:
+        while True:
+            kind = self._kind() if self.framed else DATA
+            if (op := self.recvs.get()) is None:
+                break
             try:
                 if self.broken is not None:
                     raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
+                if kind != DATA:
+                    raise TransportError(f"rank {self.peer} closed the connection" if not kind else
+                                         f"from rank {self.peer}: unknown message kind {kind!r}")
                 head = min(len(op.tag), op.nbytes)
                 self._recv_exact(buf, head)
                 if bytes(buf[:head]) != op.tag[:head]:
@@ -261,10 +393,20 @@ class Transport:
         except KeyError:
             raise TransportError(f"rank {self.rank} has no connection to rank {peer}") from None
 
-    def send(self, peer: int, nbytes: int, tag: bytes, after: Iterable[Op] = ()) -> Op:
-        op = Op(nbytes, tag, after)
-        self._connection(peer).sends.put(op)
+    def send(self, peer: int, nbytes: int, tag: bytes, after: Iterable[Op] = (),
+             handshake: bool = False) -> Op:
+        """Post a send; a `handshake` send (framed transports only) also waits for the peer's
+        READY for it."""
+        if handshake and not self.tunables.recv_ready:
+            raise TransportError("a handshake send needs Tunables.recv_ready")
+        op = Op(nbytes, tag, after, handshake)
+        self._connection(peer).post_send(op)
         return op
+
+    def ready(self, peer: int, after: Iterable[Op] = ()) -> None:
+        """Announce one more handshake receive from `peer` once every op in `after` is done
+        (the receive itself must be posted already)."""
+        when_all(after, self._connection(peer).note_ready)
 
     def recv(self, peer: int, nbytes: int, tag: bytes) -> Op:
         op = Op(nbytes, tag)
@@ -278,7 +420,7 @@ class Transport:
         """Finish what was posted, half-close every connection, drain until the peers close.
         The sockets stay open (their TCP_INFO is still readable) until release()."""
         for c in self.connections.values():
-            c.sends.put(None)
+            c.post_send(None)
             c.recvs.put(None)
         deadline = time.monotonic() + timeout_s
         for c in self.connections.values():

@@ -16,7 +16,7 @@ import pytest
 
 from mn_harness import collectives
 from mn_harness.worker import tcpinfo
-from mn_harness.worker.collective import CommStream, post, runner
+from mn_harness.worker.collective import CommStream, post, runner, segments
 from mn_harness.worker.pipeline import run_pass
 from mn_harness.worker.transport import Transport, TransportError, Tunables
 
@@ -69,11 +69,14 @@ def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeou
 CASES = [(name, n) for name in collectives.SCHEDULED if name != "pipeline" for n in (2, 3, 4)]
 
 
-@pytest.mark.parametrize("window", [0, 2])
+@pytest.mark.parametrize("window,recv_ready", [(0, False), (2, False), (2, True), (0, True)])
 @pytest.mark.parametrize("name,n", CASES)
-def test_collective_moves_exactly_its_schedules_bytes(name, n, window):
-    """And with gloo's window of 2 (rings only; the other schedules must not hang on it)."""
+def test_collective_moves_exactly_its_schedules_bytes(name, n, window, recv_ready):
+    """And with gloo's window of 2 and its receive-ready handshake (rings only; the other
+    schedules must not hang on either). Framed, every segment costs one more byte (its kind)
+    and, on a ring, every segment received one READY byte back to its sender."""
     nbytes = 100_003  # not a multiple of anything: rounding and short segments
+    seg = 16 * 1024
     sched = collectives.schedule(name, nbytes, n, servers=1)
 
     def body(rank, transport):
@@ -82,14 +85,21 @@ def test_collective_moves_exactly_its_schedules_bytes(name, n, window):
             op.wait(30)
         return sent
 
-    sent, acked = ranks_run(n, body, Tunables(segment_bytes=16 * 1024, window=window),
+    sent, acked = ranks_run(n, body, Tunables(segment_bytes=seg, window=window, recv_ready=recv_ready),
                             peers=lambda r: sched.peers_of(r))
     assert [sent[r] for r in range(n)] == sched.bytes_sent_per_rank()
+
+    def n_segments(src, dst):
+        return sum(len(segments(t.nbytes, seg)) for t in sched.wire_order(src, dst))
+
     for r in range(n):
         assert set(acked[r]) == sched.peers_of(r)  # one connection per pair that talks
         for peer, got in acked[r].items():
+            framing = (n_segments(r, peer) + (n_segments(peer, r) if sched.lockstep else 0)
+                       if recv_ready else 0)
             # + up to 2: the dialer's SYN and the FIN take a sequence number each
-            assert 0 <= got - sum(t.nbytes for t in sched.wire_order(r, peer)) <= 2, (r, peer, got)
+            payload = sum(t.nbytes for t in sched.wire_order(r, peer)) + framing
+            assert 0 <= got - payload <= 2, (r, peer, got, payload)
 
 
 def test_pipeline_pass_moves_activations_and_gradients():
@@ -137,6 +147,37 @@ def test_the_window_holds_a_ring_rank_to_what_it_has_received(window, expected):
 
     ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=window))
     assert ahead == [expected]
+
+
+@pytest.mark.parametrize("recv_ready,expected", [(False, 2), (True, 0)])
+def test_the_handshake_holds_a_send_until_the_peer_posted_its_receive(recv_ready, expected):
+    """As above with the window of 2: rank 0 sends 2 segments into the kernel's buffers while
+    rank 1 has posted nothing, and none with gloo's handshake (no READY has come); once rank 1
+    posts, everything moves."""
+    sched = collectives.schedule("ring_allreduce", 2 * 5 * 16 * 1024, 2)
+    go = threading.Event()
+    ahead: list[int] = []
+
+    def body(rank, transport):
+        if rank == 1:
+            go.wait(10)
+        ops, _ = post(transport, sched, rank, [0, 1], iteration=0, op_id=0)
+        if rank == 0:
+            threading.Event().wait(0.5)
+            ahead.append(sum(op.done.is_set() for op in ops[len(ops) // 2:]))
+            go.set()
+        for op in ops:
+            op.wait(30)
+
+    ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=2, recv_ready=recv_ready))
+    assert ahead == [expected]
+
+
+def test_a_handshake_send_needs_a_framed_transport():
+    t = Transport(0, ("127.0.0.1",), free_port(), CC)
+    t.connections[1] = None  # type: ignore[assignment]  # never reached
+    with pytest.raises(TransportError, match="recv_ready"):
+        t.send(1, 10, b"x", handshake=True)
 
 
 def test_unsegmented_transfers_and_stream_order():
