@@ -173,6 +173,7 @@ class Connection:
         self.notes = 0       # READY notifications due to the peer, not yet written
         self.peer_ready = 0  # READYs the peer sent: handshake sends it has posted receives for
         self.hs_sent = 0     # handshake sends taken for writing
+        self.peer_closed = False  # framed: the peer's stream ended (no READY will come)
         self.recvs: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
@@ -208,7 +209,7 @@ class Connection:
         for dep in op.after:
             if dep.on_done(self._wake):  # not done: woken when it is
                 return False
-        return not op.handshake or self.peer_ready > self.hs_sent
+        return not op.handshake or self.peer_ready > self.hs_sent or self.peer_closed
 
     def _next(self) -> Op | int | None:
         """The next thing to write: READY notifications (their count), a send, None (finish)."""
@@ -243,6 +244,8 @@ class Connection:
                 for dep in op.after:
                     if dep.error is not None:
                         raise dep.error
+                if op.handshake and self.peer_ready < self.hs_sent:
+                    raise TransportError(f"rank {self.peer} closed the connection before posting the receive")
                 if self.framed:
                     self.sock.sendall(DATA)
                 buf[:len(op.tag)] = op.tag
@@ -273,8 +276,12 @@ class Connection:
             try:
                 kind = self.sock.recv(1)
             except OSError:
-                return b""
+                kind = b""
             if kind != READY:
+                if not kind:
+                    with self.cv:
+                        self.peer_closed = True
+                        self.cv.notify()
                 return kind
             with self.cv:
                 self.peer_ready += 1

@@ -173,6 +173,21 @@ def test_the_handshake_holds_a_send_until_the_peer_posted_its_receive(recv_ready
     assert ahead == [expected]
 
 
+def test_a_handshake_send_fails_when_the_peer_leaves_without_posting():
+    """Rank 1 finishes without posting anything: rank 0's sends, which no READY will ever
+    release, fail in one clear error instead of hanging."""
+    sched = collectives.schedule("ring_allreduce", 4 * 16 * 1024, 2)
+
+    def body(rank, transport):
+        if rank == 0:
+            ops, _ = post(transport, sched, rank, [0, 1], iteration=0, op_id=0)
+            for op in ops[len(ops) // 2:]:  # the sends (the receives fail too, but first)
+                op.wait(10)
+
+    with pytest.raises(TransportError, match="closed the connection"):
+        ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=2, recv_ready=True), timeout=20)
+
+
 def test_a_handshake_send_needs_a_framed_transport():
     t = Transport(0, ("127.0.0.1",), free_port(), CC)
     t.connections[1] = None  # type: ignore[assignment]  # never reached
