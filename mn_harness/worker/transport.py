@@ -69,6 +69,9 @@ class Tunables:
                    done) and a send moves only once the peer announced the matching receive;
                    the announcement is queued behind the data its connection is writing.
                    Frames the stream (a 1-byte kind per message, see the module docstring).
+                   Off: on bench/fidelity.py's 20 cells it changed no ratio beyond the noise
+                   of 3 runs (mean |ratio - 1| 0.032 against 0.033, p99 0.105 against
+                   0.094; docs/fidelity.md), and every documented number ran without it.
     sndbuf, rcvbuf SO_SNDBUF / SO_RCVBUF in bytes; 0 leaves the kernel's autotuning
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
