@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 
 from mn_harness.collectives.schedule import Schedule, Transfer
-from mn_harness.worker.transport import Op, Transport
+from mn_harness.worker.op import Op
+from mn_harness.worker.transport import Transport
 
 TAG = struct.Struct("!IHHHHI")
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from mn_harness.collectives.pipeline import ACTIVATIONS, BACKWARD, FORWARD, GRADIENTS, one_f_one_b
 from mn_harness.worker.collective import tag
-from mn_harness.worker.transport import Op, Transport
+from mn_harness.worker.op import Op
+from mn_harness.worker.transport import Transport
 
 
 def run_pass(transport: Transport, op: dict[str, Any], stage: int, iteration: int) -> int:
