@@ -124,11 +124,13 @@ def test_a_rank_with_another_schedule_is_caught_by_the_tag():
         ranks_run(2, body)
 
 
-@pytest.mark.parametrize("window,expected", [(0, 5), (2, 2), (4, 4)])
-def test_the_window_holds_a_ring_rank_to_what_it_has_received(window, expected):
+@pytest.mark.parametrize("window,recv_ready,expected", [(0, False, 5), (2, False, 2), (4, False, 4),
+                                                      (2, True, 0)])
+def test_the_window_holds_a_ring_rank_to_what_it_has_received(window, recv_ready, expected):
     """Rank 1 posts nothing until rank 0 has had time to run ahead: rank 0 then has sent all 5
     segments of its first step with no window (the kernel buffers them), and only `window` with
-    one, as gloo's ring does (the next send waits for the receive `window` segments back)."""
+    one, as gloo's ring does (the next send waits for the receive `window` segments back); with
+    gloo's handshake none (no READY has come). Once rank 1 posts, everything moves."""
     sched = collectives.schedule("ring_allreduce", 2 * 5 * 16 * 1024, 2)  # 5 segments per step
     go = threading.Event()
     ahead: list[int] = []
@@ -145,31 +147,7 @@ def test_the_window_holds_a_ring_rank_to_what_it_has_received(window, expected):
         for op in ops:
             op.wait(30)
 
-    ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=window))
-    assert ahead == [expected]
-
-
-@pytest.mark.parametrize("recv_ready,expected", [(False, 2), (True, 0)])
-def test_the_handshake_holds_a_send_until_the_peer_posted_its_receive(recv_ready, expected):
-    """As above with the window of 2: rank 0 sends 2 segments into the kernel's buffers while
-    rank 1 has posted nothing, and none with gloo's handshake (no READY has come); once rank 1
-    posts, everything moves."""
-    sched = collectives.schedule("ring_allreduce", 2 * 5 * 16 * 1024, 2)
-    go = threading.Event()
-    ahead: list[int] = []
-
-    def body(rank, transport):
-        if rank == 1:
-            go.wait(10)
-        ops, _ = post(transport, sched, rank, [0, 1], iteration=0, op_id=0)
-        if rank == 0:
-            threading.Event().wait(0.5)
-            ahead.append(sum(op.done.is_set() for op in ops[len(ops) // 2:]))
-            go.set()
-        for op in ops:
-            op.wait(30)
-
-    ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=2, recv_ready=recv_ready))
+    ranks_run(2, body, Tunables(segment_bytes=16 * 1024, window=window, recv_ready=recv_ready))
     assert ahead == [expected]
 
 
