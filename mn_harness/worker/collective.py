@@ -54,7 +54,6 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
     window = transport.tunables.window if schedule.lockstep else 0
     handshake = transport.tunables.recv_ready and schedule.lockstep
     mine = sorted(x for x in schedule.transfers if me in (x.src, x.dst))
-    ops: list[Op] = []
     # (channel, peer) -> [(step, segment ops)] of receives, in order
     received: dict[tuple[int, int], list[tuple[int, list[Op]]]] = {}
     arrivals: list[Op] = []  # every segment this rank receives, in posting order
@@ -65,7 +64,6 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
         received.setdefault((t.channel, t.src), []).append((t.step, got))
         arrivals += got
         senders += [ranks[t.src]] * len(got)
-    ops += arrivals
     sends: list[Op] = []
     sent = 0
     for t in (x for x in mine if x.src == me):
@@ -80,7 +78,7 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
     for k, peer in enumerate(senders if handshake else []):
         gate = [arrivals[k - window], *sends[k - window:k - window + 1]] if window and k >= window else []
         transport.ready(peer, gate)  # gloo posts receive k with send k: after both `window` back
-    return ops + sends, sent
+    return arrivals + sends, sent
 
 
 def _depends(received: dict[tuple[int, int], list[tuple[int, list[Op]]]], t: Transfer, j: int,
