@@ -9,7 +9,11 @@ The model (../shared/REFERENCE.md, "CASSINI"):
   per worker / its bottleneck rate r_j), after its compute. A job with several phases is taken
   as one compute then one communication block per iteration, and time a collective overlaps
   compute (DDP buckets) is left out of c_j: an approximation for those. On a directed
-  link l it then demands k_jl · r_j (k_jl = its flows crossing l: network.plan.link_ranks).
+  link l it then demands B_jl · 8 / c_j, the bytes it puts on l per iteration (jobs.ideal's
+  link loads) spread over its communication, at most k_jl · r_j (k_jl = its flows crossing l:
+  network.plan.link_ranks; the bound where c_j leaves out overlapped time, and for in-network
+  aggregation, which has no schedule). Two flows of one ring crossing the same link (a 4-worker
+  ring across a dumbbell) share it in c_j already, so each counts at half the rate, not at r_j.
 * Unified circle: perimeter P = LCM of the periods, on a grid of `quantum_s` (the smallest of
   QUANTA_S that keeps P within MAX_TICKS ticks; periods are rounded to it). Rotating job j by
   ρ_j, the compatibility score of link l with capacity C is
@@ -41,7 +45,7 @@ import numpy as np
 
 from mn_harness.config import Experiment
 from mn_harness.jobs.affinity import components, link_groups, loops
-from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s
+from mn_harness.jobs.ideal import bytes_sent_per_worker, ideal_iteration_s, link_bytes_per_iteration
 from mn_harness.network.plan import NetworkPlan
 
 QUANTA_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
@@ -60,6 +64,15 @@ class JobDemand:
     compute_s: float
     comm_s: float
     rate_bps: float
+    link_bytes: Mapping[str, int] | None = None  # per directed link, per iteration (None: unknown)
+
+    def on_link(self, link: str, flows: int) -> float:
+        """What the job demands of `link` while it communicates, `flows` of its flows crossing it."""
+        bound = flows * self.rate_bps
+        nbytes = (self.link_bytes or {}).get(link)
+        if not nbytes or self.comm_s <= 0:
+            return bound
+        return min(bound, nbytes * 8 / self.comm_s)
 
 
 @dataclass
@@ -126,7 +139,7 @@ def job_demands(experiment: Experiment, plan: NetworkPlan) -> dict[str, JobDeman
         comm = period - job.compute_s
         if comm <= 0:  # everything overlaps compute: the busiest rank's bytes at the bottleneck
             comm = min(period, bytes_sent_per_worker(job) * 8 / rate)
-        out[job.name] = JobDemand(period, period - comm, comm, rate)
+        out[job.name] = JobDemand(period, period - comm, comm, rate, link_bytes_per_iteration(job, plan))
     return out
 
 
@@ -143,7 +156,7 @@ def predict(experiment: Experiment, plan: NetworkPlan) -> Prediction:
         comp_links = [link for g in comp_groups for link in g.links]
         circle = Circle({j: demands[j] for j in comp_jobs})
         quanta[comp_jobs[0]] = circle.quantum_s
-        load = {link: {j: len(ranks[link][j]) * demands[j].rate_bps for j in ranks[link]}
+        load = {link: {j: demands[j].on_link(link, len(ranks[link][j])) for j in ranks[link]}
                 for link in comp_links}
         joint = circle.best(comp_jobs, {link: load[link] for link in comp_links}, caps)
         for link in comp_links:

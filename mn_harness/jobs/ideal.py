@@ -55,6 +55,21 @@ def bytes_sent_per_worker(job: JobConfig) -> int:
     return max(bytes_sent_per_rank(job))
 
 
+def link_bytes_per_iteration(job: JobConfig, plan: NetworkPlan) -> dict[str, int] | None:
+    """Bytes the job's collectives put on each directed link per iteration, along its flows'
+    paths (every collective and bucket summed); None for in-network aggregation, which has no
+    schedule of transfers."""
+    if job.collective == collectives.INC:
+        return None
+    hosts = job.hosts
+    total: dict[str, int] = {}
+    for op in comm_ops(job_program(job)):
+        ranks = tuple(hosts[r] for r in op["ranks"])
+        for link, nbytes in plan.schedule_link_loads(op_schedule(op), ranks, job.name).items():
+            total[link] = total.get(link, 0) + nbytes
+    return total
+
+
 def comm_ideal(job: JobConfig, op: Op, plan: NetworkPlan) -> CommIdeal:
     hosts = tuple(job.hosts[r] for r in op["ranks"])
     rates = plan.link_bps()

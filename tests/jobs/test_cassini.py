@@ -106,3 +106,27 @@ def test_job_without_shared_link_is_predicted_unslowed():
     exp = Experiment.from_dict(raw)
     p = predict(exp, NetworkPlan(exp))
     assert p.links == {} and p.jobs["x"].slowdown == 1.0 and p.jobs["x"].links == []
+
+
+def test_two_flows_of_one_ring_on_a_link_share_it_in_the_demand():
+    """Three 4-worker rings [a, b, a', b'] across the dumbbell: each sends 1.5·S per rank, and
+    two of its four ring edges cross each direction of s1-s2, so the link carries 3·S of a job
+    per iteration and its ideal communication (3·S·8/C) already has both flows sharing the link.
+    Its demand there is C, not 2·C (two flows at the bottleneck rate each): three jobs with
+    c = 0.18 s of a 0.68 s period fit side by side (score 1), and aligned they cost
+    (1 − a) + 3a."""
+    hosts = [f"{side}{i}" for side in "ab" for i in range(6)]
+    raw = {"hosts": hosts, "switches": ["s1", "s2"], "link_defaults": {"bw": "1Gbit"},
+           "links": [{"endpoints": ["s1", "s2"]}] + [{"endpoints": [h, "s1" if h[0] == "a" else "s2"]}
+                                                     for h in hosts],
+           "jobs": [{"name": f"j{k}", "workers": [f"a{2 * k}", f"b{2 * k}", f"a{2 * k + 1}", f"b{2 * k + 1}"],
+                     "bytes_per_iteration": int(0.06 * GBIT / 8), "compute": 0.5, "iterations": 10}
+                    for k in range(3)]}
+    exp = Experiment.from_dict(raw)
+    p = predict(exp, NetworkPlan(exp))
+    link = p.links["s1->s2"]
+    assert p.jobs["j0"].comm_fraction == pytest.approx(0.18 / 0.68, abs=1e-3)
+    assert link.demand_bps == pytest.approx({"j0": GBIT, "j1": GBIT, "j2": GBIT})
+    assert link.score == pytest.approx(1.0, abs=0.01)
+    a = 0.18 / 0.68
+    assert link.aligned_slowdown == pytest.approx(1 - a + 3 * a, abs=0.01)
