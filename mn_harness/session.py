@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ class Session:
         if self.launcher is not None:
             raise UsageError("start_jobs: the jobs were started already")
         assert self.network is not None and self.results_dir is not None, "the session is not up"
+        self._tcp_before = _best_effort(self.network.tcp_counters)  # summary.json tcp_counters: from here
         self.launcher = JobLauncher(self.experiment, self.network, self.results_dir / "raw", self.cc_names,
                                     log=self.log, on_change=self._record_processes)
         self.launcher.start()
@@ -305,6 +307,8 @@ class Session:
         if self.launcher is not None:
             self.launcher.stop()
         if self.network is not None:
+            if self.launcher is not None and "error" not in self._tcp_before:
+                self.extra["tcp_counters"] = _best_effort(partial(self.network.tcp_counters_since, self._tcp_before))
             self.network.abort_connections()
         self.state.done("jobs")
         if self.launcher is not None:

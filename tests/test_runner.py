@@ -44,6 +44,15 @@ def test_demo_topology_completes_with_every_row(tmp_path, state_dir):
     assert (results / "throughput.csv").stat().st_size > 100
     assert (results / "config.yaml").is_file()
     assert not list(state_dir.glob("*.json"))  # teardown finished: nothing left to undo
+    # the kernel's TCP counters of each host over the jobs: a segment carries at most one MSS
+    # (1448 bytes with timestamps at MTU 1500), so the job's hosts sent at least this many
+    counters = summary["tcp_counters"]
+    assert set(counters["hosts"]) == set(exp.hosts)
+    for job in exp.jobs:
+        sent = sum(int(r["bytes_sent"]) for r in rows if r["job"] == job.name)
+        assert counters["jobs"][job.name]["TcpOutSegs"] >= sent / 1448
+        assert counters["jobs"][job.name]["TcpOutSegs"] == sum(
+            counters["hosts"][h]["TcpOutSegs"] for h in job.workers)
 
 
 def test_isolated_job_communicates_at_link_rate(tmp_path, state_dir):

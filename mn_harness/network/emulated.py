@@ -18,6 +18,7 @@ from mininet.node import Node
 
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.ecn import tcp_ecn_sysctl
+from mn_harness.network import tcp_counters
 from mn_harness.network.commands import run_in
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.nodes import HarnessHost
@@ -109,6 +110,17 @@ class EmulatedNetwork:
         return {name: node.pid for name, node in self.nodes.items()
                 if getattr(node, "pid", None) and getattr(node, "shell", None) is not None
                 and node.shell.poll() is None}
+
+    def tcp_counters(self) -> dict[str, dict[str, int]]:
+        """Each running host's kernel TCP counters now (network.tcp_counters: all of them;
+        a run keeps the difference of two reads)."""
+        pids = self.node_pids()
+        return {host: tcp_counters.parse(run_in(pids[host], ["cat", *tcp_counters.FILES], check=False, timeout=10))
+                for host in self.experiment.hosts if host in pids}
+
+    def tcp_counters_since(self, before: dict[str, dict[str, int]]) -> dict:
+        """summary.json's `tcp_counters`: what every host's TCP did since `before`."""
+        return tcp_counters.summary(self.experiment, before, self.tcp_counters())
 
     def abort_connections(self) -> None:
         """Destroy the TCP sockets the jobs left in the hosts (`ss -K`): a socket orphaned with
