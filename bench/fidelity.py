@@ -5,8 +5,9 @@ per congestion control, with repetitions; printed as synthetic/real ratios with 
 
 Per run (warm-up iterations excluded): the mean over jobs of each job's mean and p99 iteration
 time and of its mean overlap (results.md's definitions), whether its jobs interleaved (the
-convergence rule bench/reproduce.py counts) and the share of its communication phases stalled
-by a retransmission timeout (>= 150 ms with nothing acknowledged). Per scenario and CC: the ratio
+convergence rule bench/reproduce.py counts), the share of its communication phases stalled
+by a retransmission timeout (>= 150 ms with nothing acknowledged) and the timeouts the kernel
+counted in the jobs' hosts per iteration (summary.json tcp_counters). Per scenario and CC: the ratio
 synthetic/real of the means over repetitions, with a 95% CI from the two samples' standard
 errors (delta method: relative SE of a ratio = sqrt(se_s^2/m_s^2 + se_r^2/m_r^2), Student t with
 n_s + n_r - 2 degrees of freedom). Overlap ratios are shown only where the real overlap is at
@@ -135,7 +136,19 @@ def run_metrics(results: Path, warmup: int) -> dict:
         overlaps.append(mean(ovs) if ovs else 0.0)
     return {"mean_s": mean(means), "p99_s": mean(p99s), "overlap": mean(overlaps),
             "interleaved": interleaved(run), "stalled": stalled_share(run, warmup),
+            "timeouts": timeouts_per_iteration(summary),
             "status": summary["status"], "results": str(results)}
+
+
+def timeouts_per_iteration(summary: dict) -> float | None:
+    """Retransmission timeouts the kernel counted in the jobs' hosts over the whole run
+    (summary.json tcp_counters, warm-up included), per job iteration; None for runs from before
+    the counters were recorded."""
+    counters = summary.get("tcp_counters", {}).get("jobs")
+    if not counters:
+        return None
+    rtos = sum(c.get("TcpExtTCPTimeouts", 0) for c in counters.values())
+    return rtos / sum(j["iterations"] for j in summary["jobs"].values())
 
 
 def interleaved(run: RunData) -> bool | None:
@@ -174,18 +187,23 @@ def stalled_share(run: RunData, warmup: int) -> float:
     return stalled / phases if phases else 0.0
 
 
-def run_flags(runs: list[dict], warmup: int) -> tuple[str, float]:
-    """('k/n', mean stalled share): of n runs (with rivals) k interleaved; run files from before
-    these fields are read again from their results folders."""
-    flags, shares = [], []
+def run_flags(runs: list[dict], warmup: int) -> tuple[str, float, float | None]:
+    """('k/n', mean stalled share, mean timeouts per iteration or None): of n runs (with rivals)
+    k interleaved; run files from before these fields are read again from their results
+    folders (timeouts: None where a run has no kernel counters)."""
+    flags, shares, rtos = [], [], []
     for m in runs:
         if "interleaved" not in m or "stalled" not in m:
             run = load_run(m["results"])
             m = {**m, "interleaved": interleaved(run), "stalled": stalled_share(run, warmup)}
+        if "timeouts" not in m and "results" in m:
+            m = {**m, "timeouts": timeouts_per_iteration(json.loads((Path(m["results"]) / "summary.json").read_text()))}
         flags.append(m["interleaved"])
         shares.append(m["stalled"])
+        rtos.append(m.get("timeouts"))
     known = [f for f in flags if f is not None]
-    return f"{sum(known)}/{len(known)}", mean(shares)
+    counted = [r for r in rtos if r is not None]
+    return f"{sum(known)}/{len(known)}", mean(shares), mean(counted) if len(counted) == len(rtos) else None
 
 
 class MeasurementLock:
@@ -249,12 +267,12 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
     if markdown:
         print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
               "p99 ratio (95% CI) | overlap real / synthetic | interleaved real / synthetic | "
-              "stalled phases real / synthetic | on target |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "stalled phases real / synthetic | RTOs per iteration real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     else:
         print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
               f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} {'interleaved':<11} "
-              f"{'stalled':<9} overlap real/syn, ratio")
+              f"{'stalled':<9} {'RTOs/iter':<11} overlap real/syn, ratio")
     for scenario in scenarios:
         for cc in ccs:
             real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
@@ -278,18 +296,19 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
             total += 1
             keys[f"mean_ratio_{scenario}_{cc}"] = round(rm, 3)
             keys[f"p99_ratio_{scenario}_{cc}"] = round(rp, 3)
-            (inter_r, stall_r), (inter_s, stall_s) = run_flags(real, warmup), run_flags(syn, warmup)
+            (inter_r, stall_r, rto_r), (inter_s, stall_s, rto_s) = run_flags(real, warmup), run_flags(syn, warmup)
             inter, stalls = f"{inter_r} / {inter_s}", f"{stall_r:.0%}/{stall_s:.0%}"
+            rtos = "-" if rto_r is None or rto_s is None else f"{rto_r:.2f}/{rto_s:.2f}"
             if markdown:
                 print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
                       f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
                       f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
-                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {stalls} | {'yes' if ok else 'no'} |")
+                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {stalls} | {rtos} | {'yes' if ok else 'no'} |")
                 continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
-                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {stalls:<9} {overlap}"
+                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {stalls:<9} {rtos:<11} {overlap}"
                   f"{'' if ok else '  <- off target'}")
     keys["on_target"] = f"{within}/{total}"
     return keys

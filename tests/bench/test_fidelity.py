@@ -45,7 +45,19 @@ def test_interleaved_tells_phases_apart_from_phases_in_step(tmp_path):
     assert fidelity.interleaved(load_run(in_step)) is False
     # run files from before these fields are read again from their results folders
     runs = [{"interleaved": True, "stalled": 0.5}, {"results": str(in_step)}, {"results": str(apart)}]
-    assert fidelity.run_flags(runs, warmup=2) == ("2/3", 0.5 / 3)
+    # no kernel counters in these folders: no timeouts column (None), not a count of 0
+    assert fidelity.run_flags(runs, warmup=2) == ("2/3", 0.5 / 3, None)
+    runs = [{"interleaved": True, "stalled": 0.0, "timeouts": 0.5},
+            {"interleaved": False, "stalled": 0.0, "timeouts": 0.1}]
+    assert fidelity.run_flags(runs, warmup=2) == ("1/2", 0.0, 0.3)
+
+
+def test_timeouts_per_iteration_are_the_kernels_over_every_job_iteration():
+    fidelity = bench_module("fidelity")
+    summary = {"jobs": {"a": {"iterations": 20}, "b": {"iterations": 30}},
+               "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {"TcpExtTCPTimeouts": 6}}}}
+    assert fidelity.timeouts_per_iteration(summary) == 10 / 50
+    assert fidelity.timeouts_per_iteration({"jobs": summary["jobs"]}) is None  # a run from before
 
 
 def test_stalled_share_counts_phases_with_a_timeout_sized_gap(tmp_path):
