@@ -50,6 +50,7 @@ import yaml  # noqa: E402
 
 from mn_harness.config import Experiment  # noqa: E402
 from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
+from mn_harness.network.tcp_counters import timeouts_per_iteration  # noqa: E402
 from mn_harness.report.metrics import compute_metrics, iteration_overlaps, rivals  # noqa: E402
 from mn_harness.results.iterations import job_iterations  # noqa: E402
 from mn_harness.results.loaders import RunData, load_run  # noqa: E402
@@ -138,17 +139,6 @@ def run_metrics(results: Path, warmup: int) -> dict:
             "interleaved": interleaved(run), "stalled": stalled_share(run, warmup),
             "timeouts": timeouts_per_iteration(summary),
             "status": summary["status"], "results": str(results)}
-
-
-def timeouts_per_iteration(summary: dict) -> float | None:
-    """Retransmission timeouts the kernel counted in the jobs' hosts over the whole run
-    (summary.json tcp_counters, warm-up included), per job iteration; None for runs from before
-    the counters were recorded."""
-    counters = summary.get("tcp_counters", {}).get("jobs")
-    if not counters:
-        return None
-    rtos = sum(c.get("TcpExtTCPTimeouts", 0) for c in counters.values())
-    return rtos / sum(j["iterations"] for j in summary["jobs"].values())
 
 
 def interleaved(run: RunData) -> bool | None:

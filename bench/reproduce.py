@@ -11,7 +11,9 @@ converged (every job with a rival interleaved, overlap <= 10% from some iteratio
 Wilson interval and the median convergence iteration over all runs (never counts as later than
 any); CASSINI's prediction (mean over jobs, best shifts / phases aligned); and the same slowdowns
 and gains over each run's last STEADY_ITERATIONS iterations ("last 20"), where interleaving, if
-it comes, has come: over a whole run the p99 is set by the iterations before convergence.
+it comes, has come: over a whole run the p99 is set by the iterations before convergence; and
+the retransmission timeouts the kernel counted in the jobs' hosts per job iteration
+(summary.json tcp_counters; a phase that waits for one sets a p99).
 
 Restartable: the bench's folder holds one `mn_harness.sweep` folder per scenario (plan.json,
 runs/) and `reproduce.json`; `--resume DIR` runs only what is missing (a run that was cut off is
@@ -52,6 +54,7 @@ from mn_harness.config.loader import read_experiment_file  # noqa: E402
 from mn_harness.config.overrides import apply_variant, parse_value  # noqa: E402
 from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
 from mn_harness.network.plan import NetworkPlan  # noqa: E402
+from mn_harness.network.tcp_counters import timeouts_per_iteration  # noqa: E402
 from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics  # noqa: E402
 from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
@@ -77,6 +80,10 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # phases separable; fair sharing of aligned phases still costs (1 - a) + N*a = 1.57x.
     "3jobs-slack": ("compatible-3jobs.yaml", SLACK_3JOBS),
     "3jobs-slack-ssai": ("compatible-3jobs.yaml", [*SLACK_3JOBS, ("run.slow_start_after_idle", True)]),
+    # 3jobs-slack's a with 4-worker rings: crossing the bottleneck four times (two flows of a
+    # job each way) or, ordered by rack, twice (one each way)
+    "3jobs-4w": ("compatible-3jobs-4workers.yaml", []),
+    "3jobs-racks": ("compatible-3jobs-racks.yaml", []),
     "stragglers": ("stragglers-3jobs.yaml", []),
     "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
@@ -217,6 +224,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
     tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
+    rtos = {(ref.label, ref.repetition): timeouts_per_iteration(_summary(ref.results_dir)) for ref, _ in results}
     prediction = _prediction(results)
     rows = []
     for cc in ccs:
@@ -231,7 +239,8 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "median_conv": None if conv is None or not conv.of else conv.median,
                "cassini": prediction,
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
-               "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t]}
+               "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t],
+               "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None]}
         variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
         base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
         if base:
@@ -255,12 +264,16 @@ def _entry(sweep: Sweep, ref) -> dict:
     return next(e for e in sweep.runs if e["results_dir"] == ref[2])
 
 
+def _summary(results_dir) -> dict:
+    try:
+        return json.loads((Path(results_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _prediction(results) -> str:
     for ref, _ in results:
-        try:
-            pred = json.loads((Path(ref.results_dir) / "summary.json").read_text()).get("cassini") or {}
-        except (OSError, ValueError):
-            continue
+        pred = _summary(ref.results_dir).get("cassini") or {}
         jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
         if jobs:
             best = sum(j["slowdown"] for j in jobs) / len(jobs)
@@ -271,7 +284,8 @@ def _prediction(results) -> str:
 
 HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
            "converged", "median conv. iter", "CASSINI best / aligned",
-           f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99"]
+           f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99",
+           "RTOs / iteration"]
 
 
 def format_row(row: dict) -> list[str]:
@@ -283,7 +297,8 @@ def format_row(row: dict) -> list[str]:
     return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
             _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"],
             f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
-            "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}"]
+            "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}",
+            _ci(row["rtos"])]
 
 
 def table(folder: Path, state: dict) -> tuple[str, dict]:

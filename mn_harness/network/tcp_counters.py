@@ -74,3 +74,13 @@ def summary(experiment: Experiment, before: Mapping[str, Mapping[str, int]],
                        for name in COUNTERS if any(name in hosts.get(h, {}) for h in job.workers)}
             for job in experiment.jobs}
     return {"hosts": hosts, "jobs": jobs}
+
+
+def timeouts_per_iteration(summary: Mapping) -> float | None:
+    """A run's retransmission timeouts (every job's hosts, the whole run, warm-up included) per
+    job iteration, from a summary.json mapping; None for a run from before the counters."""
+    counters = (summary.get("tcp_counters") or {}).get("jobs")
+    if not counters:
+        return None
+    rtos = sum(c.get("TcpExtTCPTimeouts", 0) for c in counters.values())
+    return rtos / sum(j["iterations"] for j in summary["jobs"].values())

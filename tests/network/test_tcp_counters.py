@@ -37,3 +37,10 @@ def test_a_job_sums_its_workers_hosts():
     assert out["hosts"] == {h: {"TcpOutSegs": 10 * (k + 1)} for k, h in enumerate(exp.hosts)}
     for job in exp.jobs:
         assert out["jobs"][job.name] == {"TcpOutSegs": sum(out["hosts"][h]["TcpOutSegs"] for h in job.workers)}
+
+
+def test_timeouts_per_iteration_are_the_kernels_over_every_job_iteration():
+    summary = {"jobs": {"a": {"iterations": 20}, "b": {"iterations": 30}},
+               "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {"TcpExtTCPTimeouts": 6}}}}
+    assert tcp_counters.timeouts_per_iteration(summary) == 10 / 50
+    assert tcp_counters.timeouts_per_iteration({"jobs": summary["jobs"]}) is None  # a run from before
