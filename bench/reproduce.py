@@ -84,6 +84,17 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # job each way) or, ordered by rack, twice (one each way)
     "3jobs-4w": ("compatible-3jobs-4workers.yaml", []),
     "3jobs-racks": ("compatible-3jobs-racks.yaml", []),
+    # with ECN (for dctcp, mltcp-dctcp): the bottleneck's ends CE-mark above 20 queued packets
+    # (3jobs-racks-ecn: every port of both switches; only the bottleneck's build queues).
+    # DCTCP's phases take ~245 ms of 25 MB where reno's take ~220, so 3jobs-ecn and 4jobs-ecn
+    # give the jobs the compute that leaves three or four such phases ~15% of slack
+    "3jobs-slack-ecn": ("compatible-3jobs.yaml", [*SLACK_3JOBS, ("links[0].ecn_threshold", 20)]),
+    "3jobs-ecn": ("compatible-3jobs.yaml", [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
+                                            ("links[0].ecn_threshold", 20)]),
+    "4jobs-ecn": ("compatible-4jobs.yaml", [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
+                                            ("links[0].ecn_threshold", 20)]),
+    "3jobs-racks-ecn": ("compatible-3jobs-racks.yaml", [("switches", [{"name": s, "ecn_threshold": 20}
+                                                                      for s in ("s1", "s2")])]),
     "stragglers": ("stragglers-3jobs.yaml", []),
     "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
