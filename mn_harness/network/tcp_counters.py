@@ -76,11 +76,12 @@ def summary(experiment: Experiment, before: Mapping[str, Mapping[str, int]],
     return {"hosts": hosts, "jobs": jobs}
 
 
-def timeouts_per_iteration(summary: Mapping) -> float | None:
+def timeouts_per_iteration(run_summary: Mapping) -> float | None:
     """A run's retransmission timeouts (every job's hosts, the whole run, warm-up included) per
-    job iteration, from a summary.json mapping; None for a run from before the counters."""
-    counters = (summary.get("tcp_counters") or {}).get("jobs")
-    if not counters:
+    job iteration, from a summary.json mapping; None for a run from before the counters, or
+    one where a job's hosts could not be read."""
+    counters = (run_summary.get("tcp_counters") or {}).get("jobs")
+    if not counters or any("TcpExtTCPTimeouts" not in c for c in counters.values()):
         return None
-    rtos = sum(c.get("TcpExtTCPTimeouts", 0) for c in counters.values())
-    return rtos / sum(j["iterations"] for j in summary["jobs"].values())
+    rtos = sum(c["TcpExtTCPTimeouts"] for c in counters.values())
+    return rtos / sum(j["iterations"] for j in run_summary["jobs"].values())

@@ -44,3 +44,5 @@ def test_timeouts_per_iteration_are_the_kernels_over_every_job_iteration():
                "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {"TcpExtTCPTimeouts": 6}}}}
     assert tcp_counters.timeouts_per_iteration(summary) == 10 / 50
     assert tcp_counters.timeouts_per_iteration({"jobs": summary["jobs"]}) is None  # a run from before
+    unread = {**summary, "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {}}}}
+    assert tcp_counters.timeouts_per_iteration(unread) is None  # b's hosts were not read: no count
