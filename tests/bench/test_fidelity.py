@@ -50,3 +50,23 @@ def test_interleaved_tells_phases_apart_from_phases_in_step(tmp_path):
     runs = [{"interleaved": True, "stalled": 0.0, "timeouts": 0.5},
             {"interleaved": False, "stalled": 0.0, "timeouts": 0.1}]
     assert fidelity.run_flags(runs, warmup=2) == ("1/2", 0.0, 0.3)
+
+
+def test_stalled_share_counts_phases_with_a_timeout_sized_gap(tmp_path):
+    """write_folder's ranks get 1000 bytes acked in every 10 ms bin of their 0.4 s phases: no
+    stall. Remove 200 ms of rank 0's bins in one phase of A (3 ranks x 6 iterations after a
+    warm-up of 2 = 18 phases): 1 of 18 stalled. 100 ms is a loss recovered, not a timeout."""
+    from mn_harness.results.loaders import load_run
+    from tests.helpers import write_folder
+    fidelity = bench_module("fidelity")
+    root = write_folder(tmp_path / "run", n_iter=8)
+    assert fidelity.stalled_share(load_run(root), warmup=2) == 0.0
+    lines = (root / "throughput.csv").read_text().splitlines()
+
+    def without(t0, t1):  # A rank 0's bins of iteration 4 (comm 4.6-5.0 s) in [t0, t1) removed
+        keep = [x for x in lines if not (x.startswith("A,0,") and t0 <= float(x.split(",")[2]) < t1)]
+        (root / "throughput.csv").write_text("\n".join(keep) + "\n")
+        return fidelity.stalled_share(load_run(root), warmup=2)
+
+    assert without(4.7, 4.9) == 1 / 18
+    assert without(4.7, 4.8) == 0.0
