@@ -244,11 +244,16 @@ def _bulk_flow_queue(cc: str, kernel_name: str, tmp_path, seconds: float = 4.0) 
 @pytest.mark.root
 @pytest.mark.slow
 def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_path, kernel_cc):
-    dctcp = _bulk_flow_queue("dctcp", kernel_cc("dctcp"), tmp_path / "dctcp")
+    # The median of three DCTCP flows: one 4-second flow in about ten settles in a mode that
+    # keeps the queue at 25-38 frames (a third of its packets marked) instead of ~17-18; seen
+    # once in CI (38.4) and once here in eleven runs (32.2), so one flow is not the claim.
+    dctcp_name = kernel_cc("dctcp")
+    dctcps = [_bulk_flow_queue("dctcp", dctcp_name, tmp_path / f"dctcp{i}") for i in range(3)]
     cubic = _bulk_flow_queue("cubic", kernel_cc("cubic"), tmp_path / "cubic")
     # hosts keep tcp_ecn at the kernel default: DCTCP's TCP_CONG_NEEDS_ECN negotiates by itself
-    assert dctcp["ecn"] and not cubic["ecn"]
-    assert dctcp["marks"] > 0 and abs(dctcp["mean_depth"] - 20) <= 5
+    assert all(d["ecn"] and d["marks"] > 0 for d in dctcps) and not cubic["ecn"]
+    dctcp = sorted(dctcps, key=lambda d: d["mean_depth"])[1]
+    assert abs(dctcp["mean_depth"] - 20) <= 5
     # cubic's packets are not-ECT: never marked, dropped once the 100-frame FIFO is full (the
     # drops show it filled; the sampled maximum can miss the top: 87 in one loaded run)
     assert cubic["marks"] == 0 and cubic["drops"] > 0 and cubic["max_depth"] >= 80
