@@ -93,6 +93,23 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
                                             ("links[0].ecn_threshold", 20)]),
     "4jobs-ecn": ("compatible-4jobs.yaml", [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
                                             ("links[0].ecn_threshold", 20)]),
+    # the same started at once: fair DCTCP keeps whatever offsets the jobs start with
+    "3jobs-ecn-sync": ("compatible-3jobs.yaml", [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
+                                                 *((f"jobs[{i}].start_offset", "0ms") for i in range(3)),
+                                                 ("links[0].ecn_threshold", 20)]),
+    "4jobs-ecn-sync": ("compatible-4jobs.yaml", [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
+                                                 *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
+                                                 ("links[0].ecn_threshold", 20)]),
+    # ... behind a deeper buffer (400 packets, 600 KB: a data-centre switch's share per port)
+    # that ECN keeps mostly empty: bursts that overflowed 100 packets no longer drop
+    "3jobs-ecn-sync-q400": ("compatible-3jobs.yaml",
+                            [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
+                             *((f"jobs[{i}].start_offset", "0ms") for i in range(3)),
+                             ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
+    "4jobs-ecn-sync-q400": ("compatible-4jobs.yaml",
+                            [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
+                             *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
+                             ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
     "3jobs-racks-ecn": ("compatible-3jobs-racks.yaml", [("switches", [{"name": s, "ecn_threshold": 20}
                                                                       for s in ("s1", "s2")])]),
     "stragglers": ("stragglers-3jobs.yaml", []),
