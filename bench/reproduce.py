@@ -110,6 +110,11 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
                             [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
                              *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
                              ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
+    # ... with 900 ms of compute: a = 0.17, the four phases leave a third of the period free
+    "4jobs-ecn-sync-q400-slack": ("compatible-4jobs.yaml",
+                                  [*((f"jobs[{i}].compute", "900ms") for i in range(4)),
+                                   *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
+                                   ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
     "3jobs-racks-ecn": ("compatible-3jobs-racks.yaml", [("switches", [{"name": s, "ecn_threshold": 20}
                                                                       for s in ("s1", "s2")])]),
     "stragglers": ("stragglers-3jobs.yaml", []),
