@@ -110,6 +110,13 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
                             [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
                              *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
                              ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
+    # ... with Linux's slow start after idle: a phase starts from the initial window, not from
+    # the window the last phase ended with (which lets a follower take half the link at once)
+    "4jobs-ecn-sync-q400-ssai": ("compatible-4jobs.yaml",
+                                 [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
+                                  *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
+                                  ("links[0].ecn_threshold", 20), ("links[0].queue", 400),
+                                  ("run.slow_start_after_idle", True)]),
     # ... with 900 ms of compute: a = 0.17, the four phases leave a third of the period free
     "4jobs-ecn-sync-q400-slack": ("compatible-4jobs.yaml",
                                   [*((f"jobs[{i}].compute", "900ms") for i in range(4)),
