@@ -44,7 +44,8 @@ def fixed_params(spec: CCSpec) -> tuple[int, int, int]:
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:
     slope_fp, intercept_fp, gap_ns = fixed_params(spec)
-    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}|{salt}"
+    restart = "|restart" if spec.restart else ""  # absent when off: the tags of old builds stay
+    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{restart}|{salt}"
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
@@ -94,6 +95,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_SLOPE_FP={slope_fp}",
             f"-DMLTCP_INTERCEPT_FP={intercept_fp}",
             f"-DMLTCP_IDLE_GAP_NS={gap_ns}ULL",
+            f"-DMLTCP_RESTART={1 if spec.restart else 0}",
             f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():

@@ -147,7 +147,7 @@ class _Instance:
 
 def _spec_key(spec: CCSpec) -> tuple:
     if spec.is_bpf:
-        return (spec.canonical, *fixed_params(spec))
+        return (spec.canonical, *fixed_params(spec), spec.restart)
     return (spec.canonical,)
 
 
@@ -216,7 +216,7 @@ class CongestionControlManager:
         if self._bpftool_exe is None:
             self._bpftool_exe = self.builder.tools["bpftool"]
         slope, intercept, gap = spec.resolved()
-        params = {"slope": slope, "intercept": intercept, "idle_gap_s": gap}
+        params = {"slope": slope, "intercept": intercept, "idle_gap_s": gap, "restart": spec.restart}
         for attempt in range(4):
             salt = "" if attempt == 0 else f"{os.getpid()}.{id(self)}.{attempt}"
             tag = instance_tag(spec, salt)

@@ -16,13 +16,25 @@ from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart")
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 
 
 def parse_idle_gap(value, path: str) -> float:
     """Seconds from "5ms", "200us", "1s" or a plain number of seconds; (0, 10 s]."""
     return parse_duration(value, path, allow_zero=False, max_s=MAX_IDLE_GAP_S)
+
+
+def _flag(value, path: str) -> bool:
+    """A YAML boolean, or in the one-string form true/false, on/off, yes/no, 1/0."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in ("true", "on", "yes", "1"):
+        return True
+    if text in ("false", "off", "no", "0"):
+        return False
+    raise CCConfigError(f"{path}", f"expected true or false, got {value!r}")
 
 
 def _number(value, path: str) -> float:
@@ -46,6 +58,11 @@ class CCSpec:
     slope: float | None = None
     intercept: float | None = None
     idle_gap_s: float | None = None
+    # An MLTCP variant beyond the paper: at each new iteration the window restarts from the
+    # initial window (as Linux's slow start after idle does, but only at the iteration
+    # boundaries MLTCP sees), so a phase that starts while another ends does not begin with
+    # the whole window its last phase ended with (docs/cc.md#restart)
+    restart: bool = False
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -81,13 +98,15 @@ class CCSpec:
             if value.get("intercept") is not None else None
         gap = parse_idle_gap(value["idle_gap"], f"{path}.idle_gap") \
             if value.get("idle_gap") is not None else None
+        restart = _flag(value["restart"], f"{path}.restart") if value.get("restart") is not None \
+            else False
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
         for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                               ("idle_gap_s", gap), ("idle_gap_derived", False)):
+                               ("idle_gap_s", gap), ("restart", restart), ("idle_gap_derived", False)):
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
-        return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap)
+        return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=restart)
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -97,6 +116,8 @@ class CCSpec:
                                 f"(known: {', '.join(sorted({*BPF_VARIANTS, *KERNEL_BUILTINS}))})")
         variant = BPF_VARIANTS.get(name)
         if variant is None or not variant.mltcp:
+            if self.restart:
+                raise CCConfigError(f"{path}.restart", f"only the mltcp-* variants take restart, not {name}")
             for key in ("slope", "intercept"):
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "

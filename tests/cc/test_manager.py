@@ -137,7 +137,20 @@ def merge(host, port, cc, iters, pause, short_at, size):
     print(json.dumps([{"size": size, "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
+def restart(host, port, cc, size, pause):
+    # one iteration of `size` bytes, `pause` seconds of idle, then one byte (a new iteration's
+    # first send): the window after the first iteration and right after that byte
+    def cwnd(s):
+        return struct.unpack_from("I", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 80)[0]
+    s = connect(host, port, cc, size, b"x" * size)
+    if s.recv(1) != b"k": raise SystemExit("sink went away")
+    before = cwnd(s); time.sleep(pause); s.sendall(b"y"); time.sleep(0.02)
+    print(json.dumps({"sport": s.getsockname()[1], "before": before, "after": cwnd(s)}), flush=True)
+    s.close()
+
 if mode == "sink": sink(int(sys.argv[2]), float(sys.argv[3]))
+elif mode == "restart":
+    restart(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
 elif mode == "merge":
     merge(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
           int(sys.argv[7]), int(sys.argv[8]))
@@ -456,6 +469,33 @@ def test_missed_boundary_does_not_merge_the_iterations_after_it(net, manager):
     assert got == [1, 1, 2] + [1] * (iters - 3 - 1), got
     assert all(abs(r["learned_bytes_per_iteration"] / size - 1) <= 0.01 for r in mine), \
         [r["learned_bytes_per_iteration"] for r in mine]
+
+
+@pytest.mark.parametrize("variant", ["mltcp-reno", "mltcp-dctcp"])
+def test_restart_starts_each_iteration_from_the_initial_window(net, manager, variant):
+    """`restart: true` sets the window to the initial 10 segments at the iteration boundary
+    MLTCP sees (a send after more than idle_gap of idle); without it the window the first
+    iteration ended with is kept. The idle here (150 ms) is below the RTO, so the kernel's own
+    slow start after idle, off in this namespace anyway, would not restart it."""
+    on, off = (CCSpec(variant, idle_gap_s=0.05, restart=True), CCSpec(variant, idle_gap_s=0.05))
+    manager.prepare([on, off])
+    sh("sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0", ns=NS_A)
+    got = {}
+    try:
+        for spec in (on, off):
+            sink = traffic(NS_B, "sink", 5206, 10)
+            time.sleep(0.3)
+            try:
+                got[spec.restart] = finish(traffic(NS_A, "restart", IP_B, 5206, manager.kernel_name(spec),
+                                                   3_000_000, 0.15))
+            finally:
+                sink.kill()
+                sink.wait()
+    finally:
+        sh("sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=1", ns=NS_A)
+    assert got[False]["before"] >= 20 and got[True]["before"] >= 20, got  # a grown window first
+    assert got[False]["after"] >= 20, got
+    assert got[True]["after"] <= 12, got  # 10, plus what the one byte's ACK added
 
 
 # DCTCP's response to ECN marks needs a marking bottleneck, which this kernel lacks (no RED):

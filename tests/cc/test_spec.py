@@ -34,6 +34,14 @@ def test_one_string_carries_the_parameters_too():
     assert CCSpec.from_dict("MLTCP_reno: slope = 8", "--cc") == CCSpec("mltcp-reno", slope=8.0)
 
 
+def test_restart_is_a_flag_of_the_mltcp_variants_and_part_of_the_identity():
+    spec = CCSpec.from_dict("mltcp-dctcp:slope=32:restart=on", "--cc")
+    assert spec == CCSpec.from_dict({"name": "mltcp-dctcp", "slope": 32, "restart": True}, "--cc")
+    assert spec.restart and not CCSpec.from_dict("mltcp-dctcp:slope=32", "--cc").restart
+    assert spec != CCSpec("mltcp-dctcp", slope=32.0)
+    assert not CCSpec.from_dict({"name": "mltcp-reno", "restart": False}, "x").restart
+
+
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),
                                           ("1.5ms", 0.0015), (0.02, 0.02), ("750ns", 7.5e-7)])
 def test_durations(text, seconds):
@@ -67,6 +75,10 @@ def test_durations(text, seconds):
     ("mltcp-reno:slope=steep", "jobs[0].cc.slope:"),
     ("reno:slope=1", "jobs[0].cc.slope:"),
     ("nope:slope=1", "jobs[0].cc.name:"),
+    ("mltcp-reno:restart=maybe", "jobs[0].cc.restart:"),
+    ({"name": "mltcp-reno", "restart": 2}, "jobs[0].cc.restart:"),
+    ({"name": "dctcp", "restart": True}, "jobs[0].cc.restart:"),
+    ("cubic:restart=on", "jobs[0].cc.restart:"),
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):

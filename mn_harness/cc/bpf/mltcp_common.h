@@ -40,6 +40,11 @@
 #define MLTCP_IDLE_GAP_NS 10000000ULL
 #endif
 
+#ifndef MLTCP_RESTART        /* 1: every new iteration restarts from the initial window */
+#define MLTCP_RESTART 0
+#endif
+#define MLTCP_RESTART_CWND 10U  /* TCP_INIT_CWND */
+
 #ifndef MLTCP_MIN_ITER_FRAC_FP  /* x1024: bytes an iteration must have sent before a pause ends it */
 #define MLTCP_MIN_ITER_FRAC_FP 768
 #endif
@@ -277,6 +282,24 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
+/*
+ * What Linux's tcp_cwnd_restart() does after an idle of many RTOs (slow start after idle),
+ * done at an iteration boundary instead: ssthresh keeps 3/4 of the window
+ * (tcp_current_ssthresh) and the window restarts from the initial one. Without it (slow start
+ * after idle off, as training clusters run) a phase starts with the window its last phase
+ * ended with and takes a full share of the link from a job that is finishing, which MLTCP's
+ * scaled increase then needs tens of round trips to undo (docs/cc.md#restart).
+ */
+static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
+{
+	__u32 cwnd = tp->snd_cwnd;
+
+	if (cwnd <= MLTCP_RESTART_CWND)
+		return;
+	tp->snd_ssthresh = max(tp->snd_ssthresh, (cwnd >> 1) + (cwnd >> 2));
+	tp->snd_cwnd = MLTCP_RESTART_CWND;
+}
+
 /* Called from each variant's cwnd_event for CA_EVENT_TX_START. */
 static __always_inline void mltcp_tx_start(struct sock *sk)
 {
@@ -326,6 +349,9 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
+#if MLTCP_RESTART
+	mltcp_restart_window(tcp_sk(sk));
+#endif
 }
 
 /* Called from each variant's pkts_acked: remembers when data was last acknowledged. */
