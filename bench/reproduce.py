@@ -59,7 +59,17 @@ from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, f
 from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
 
-SLACK_3JOBS = [(f"jobs[{i}].compute", "500ms") for i in range(3)]  # 3jobs-slack's change, see SUITE
+ECN_20 = ("links[0].ecn_threshold", 20)  # the bottleneck CE-marks above 20 queued packets
+QUEUE_400 = ("links[0].queue", 400)
+
+
+def _jobs(n: int, compute: str, *, together: bool = False) -> list[tuple[str, object]]:
+    """Every one of the n jobs computing `compute`; with together=True all starting at once."""
+    changes: list[tuple[str, object]] = [(f"jobs[{i}].compute", compute) for i in range(n)]
+    return changes + ([(f"jobs[{i}].start_offset", "0ms") for i in range(n)] if together else [])
+
+
+SLACK_3JOBS = _jobs(3, "500ms")  # 3jobs-slack's change, see SUITE
 
 # name -> (file in topologies/, changes as (path, value)); see docs/reproduction.md
 SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
@@ -88,40 +98,22 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # (3jobs-racks-ecn: every port of both switches; only the bottleneck's build queues).
     # DCTCP's phases take ~245 ms of 25 MB where reno's take ~220, so 3jobs-ecn and 4jobs-ecn
     # give the jobs the compute that leaves three or four such phases ~15% of slack
-    "3jobs-slack-ecn": ("compatible-3jobs.yaml", [*SLACK_3JOBS, ("links[0].ecn_threshold", 20)]),
-    "3jobs-ecn": ("compatible-3jobs.yaml", [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
-                                            ("links[0].ecn_threshold", 20)]),
-    "4jobs-ecn": ("compatible-4jobs.yaml", [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
-                                            ("links[0].ecn_threshold", 20)]),
+    "3jobs-slack-ecn": ("compatible-3jobs.yaml", [*SLACK_3JOBS, ECN_20]),
+    "3jobs-ecn": ("compatible-3jobs.yaml", [*_jobs(3, "600ms"), ECN_20]),
+    "4jobs-ecn": ("compatible-4jobs.yaml", [*_jobs(4, "700ms"), ECN_20]),
     # the same started at once: fair DCTCP keeps whatever offsets the jobs start with
-    "3jobs-ecn-sync": ("compatible-3jobs.yaml", [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
-                                                 *((f"jobs[{i}].start_offset", "0ms") for i in range(3)),
-                                                 ("links[0].ecn_threshold", 20)]),
-    "4jobs-ecn-sync": ("compatible-4jobs.yaml", [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
-                                                 *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
-                                                 ("links[0].ecn_threshold", 20)]),
+    "3jobs-ecn-sync": ("compatible-3jobs.yaml", [*_jobs(3, "600ms", together=True), ECN_20]),
+    "4jobs-ecn-sync": ("compatible-4jobs.yaml", [*_jobs(4, "700ms", together=True), ECN_20]),
     # ... behind a deeper buffer (400 packets, 600 KB: a data-centre switch's share per port)
     # that ECN keeps mostly empty: bursts that overflowed 100 packets no longer drop
-    "3jobs-ecn-sync-q400": ("compatible-3jobs.yaml",
-                            [*((f"jobs[{i}].compute", "600ms") for i in range(3)),
-                             *((f"jobs[{i}].start_offset", "0ms") for i in range(3)),
-                             ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
-    "4jobs-ecn-sync-q400": ("compatible-4jobs.yaml",
-                            [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
-                             *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
-                             ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
+    "3jobs-ecn-sync-q400": ("compatible-3jobs.yaml", [*_jobs(3, "600ms", together=True), ECN_20, QUEUE_400]),
+    "4jobs-ecn-sync-q400": ("compatible-4jobs.yaml", [*_jobs(4, "700ms", together=True), ECN_20, QUEUE_400]),
     # ... with Linux's slow start after idle: a phase starts from the initial window, not from
     # the window the last phase ended with (which lets a follower take half the link at once)
-    "4jobs-ecn-sync-q400-ssai": ("compatible-4jobs.yaml",
-                                 [*((f"jobs[{i}].compute", "700ms") for i in range(4)),
-                                  *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
-                                  ("links[0].ecn_threshold", 20), ("links[0].queue", 400),
-                                  ("run.slow_start_after_idle", True)]),
+    "4jobs-ecn-sync-q400-ssai": ("compatible-4jobs.yaml", [*_jobs(4, "700ms", together=True), ECN_20, QUEUE_400,
+                                                           ("run.slow_start_after_idle", True)]),
     # ... with 900 ms of compute: a = 0.17, the four phases leave a third of the period free
-    "4jobs-ecn-sync-q400-slack": ("compatible-4jobs.yaml",
-                                  [*((f"jobs[{i}].compute", "900ms") for i in range(4)),
-                                   *((f"jobs[{i}].start_offset", "0ms") for i in range(4)),
-                                   ("links[0].ecn_threshold", 20), ("links[0].queue", 400)]),
+    "4jobs-ecn-sync-q400-slack": ("compatible-4jobs.yaml", [*_jobs(4, "900ms", together=True), ECN_20, QUEUE_400]),
     "3jobs-racks-ecn": ("compatible-3jobs-racks.yaml", [("switches", [{"name": s, "ecn_threshold": 20}
                                                                       for s in ("s1", "s2")])]),
     "stragglers": ("stragglers-3jobs.yaml", []),
