@@ -36,16 +36,16 @@ def default_cache_dir() -> Path:
     return toolchain.default_cache_dir("cc", "MN_HARNESS_CC_CACHE")
 
 
-def fixed_params(spec: CCSpec) -> tuple[int, int, int]:
-    """(slope x1024, intercept x1024, idle gap in ns) as compiled into the program."""
+def fixed_params(spec: CCSpec) -> tuple[int, int, int, int]:
+    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1) as compiled into the program."""
     slope, intercept, gap = spec.resolved()
-    return round(slope * FP_ONE), round(intercept * FP_ONE), round(gap * 1e9)
+    return round(slope * FP_ONE), round(intercept * FP_ONE), round(gap * 1e9), int(spec.restart)
 
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:
-    slope_fp, intercept_fp, gap_ns = fixed_params(spec)
-    restart = "|restart" if spec.restart else ""  # absent when off: the tags of old builds stay
-    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{restart}|{salt}"
+    slope_fp, intercept_fp, gap_ns, restart = fixed_params(spec)
+    flag = "|restart" if restart else ""  # absent when off: the tags of earlier builds stay
+    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{flag}|{salt}"
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
@@ -87,7 +87,7 @@ class Builder(ObjectBuilder):
     def build(self, spec: CCSpec, tag: str) -> Path:
         """Compile `spec` under kernel name prefix+tag; return the cached object path."""
         variant = BPF_VARIANTS[spec.canonical]
-        slope_fp, intercept_fp, gap_ns = fixed_params(spec)
+        slope_fp, intercept_fp, gap_ns, restart = fixed_params(spec)
         defines = [
             f"-DMLTCP_NAME={kernel_name_for(spec, tag)}",
             f"-DMLTCP_TELEM={telemetry_map_name(tag)}",
@@ -95,7 +95,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_SLOPE_FP={slope_fp}",
             f"-DMLTCP_INTERCEPT_FP={intercept_fp}",
             f"-DMLTCP_IDLE_GAP_NS={gap_ns}ULL",
-            f"-DMLTCP_RESTART={1 if spec.restart else 0}",
+            f"-DMLTCP_RESTART={restart}",
             f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():

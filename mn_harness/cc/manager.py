@@ -147,7 +147,7 @@ class _Instance:
 
 def _spec_key(spec: CCSpec) -> tuple:
     if spec.is_bpf:
-        return (spec.canonical, *fixed_params(spec), spec.restart)
+        return (spec.canonical, *fixed_params(spec))
     return (spec.canonical,)
 
 
