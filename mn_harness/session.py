@@ -38,6 +38,8 @@ from mn_harness.capture import CAPTURE_MARKER, PacketCapture, check_tcpdump, par
 from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
+from mn_harness.cpu_load import CpuLoadSampler
+from mn_harness.cpu_load import warning as cpu_warning
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
 from mn_harness.hooks import Hook, IterationHook, IterationWatcher
@@ -98,6 +100,7 @@ class Session:
         self.results_dir: Path | None = None
         self.network: EmulatedNetwork | None = None
         self.launcher: JobLauncher | None = None
+        self._cpu_load: CpuLoadSampler | None = None
         self.t0: float | None = None
         self.status = "failed"
         self.link_changes: list[dict[str, Any]] = []
@@ -130,6 +133,7 @@ class Session:
         self._record_processes()  # every worker is READY: each one's identity is readable now
         self.extra["socket_cc"] = self.launcher.socket_cc()
         self.dataplane.start_telemetry(self.results_dir, self.t0)
+        self._cpu_load = CpuLoadSampler().start()  # summary.json cpu_load: while the jobs run
         self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n} workers, "
                                       f"{j.iterations} iterations)" for j in self.experiment.jobs))
         for hook in self.on_jobs_started:
@@ -150,6 +154,7 @@ class Session:
                 raise JobError(f"{exc} (the script killed {', '.join(self.killed)})") from None
             raise
         self._tick()
+        self._stop_cpu_load()  # the jobs are over: what comes next (--cli=after) is not theirs
         self.status = "completed"
         if self.cli == "after":
             self.interact()
@@ -306,6 +311,7 @@ class Session:
     def _stop_jobs_and_sample(self) -> None:
         if self.launcher is not None:
             self.launcher.stop()
+        self._stop_cpu_load()
         if self.network is not None:
             if self.launcher is not None and "error" not in self._tcp_before:
                 self.extra["tcp_counters"] = _best_effort(partial(self.network.tcp_counters_since, self._tcp_before))
@@ -317,6 +323,15 @@ class Session:
         self.extra.update(self.dataplane.stop_telemetry())
         if self.net is not None:
             self.extra["link_stats"] = _best_effort(lambda: self.dataplane.link_stats(self.net, self.plan))
+
+    def _stop_cpu_load(self) -> None:
+        if self._cpu_load is not None:
+            sampler = self._cpu_load
+            load = self.extra["cpu_load"] = _best_effort(lambda: sampler.stop(self.results_dir, self.t0 or 0.0))
+            self._cpu_load = None
+            line = cpu_warning(load)
+            if line:
+                self.log(line)
 
     def _stop_captures(self) -> None:
         if self.capture.captures:

@@ -40,6 +40,7 @@ def two_switch_line(**run) -> dict:
             "run": {"dataplane": "linux", **run}}
 
 
+# iterations.csv as runs from before cpu_s wrote it (readers must still take those folders)
 ITER_HEADER = "job,rank,iteration,t_start,t_comm_start,t_comm_end,iter_time,comm_time,bytes_sent"
 
 

@@ -35,8 +35,19 @@ def test_demo_topology_completes_with_every_row(tmp_path, state_dir):
         assert float(r["iter_time"]) >= 0.060 - 1e-3  # never faster than the compute phase
         assert float(r["t_comm_start"]) - float(r["t_start"]) >= 0.060 - 1e-3
         assert int(r["bytes_sent"]) == ring.bytes_sent_per_worker(2_000_000, 2)
+        # the worker's CPU time: moving 2 MB over TCP costs some, the sleeping compute none
+        assert 0 < float(r["cpu_s"]) < float(r["iter_time"]) - 0.050
     summary = json.loads((results / "summary.json").read_text())
     assert summary["status"] == "completed"
+    warmup = exp.warmup_of(exp.jobs[0])
+    measured = [float(r["cpu_s"]) for r in rows if r["job"] == "job1" and int(r["iteration"]) >= warmup]
+    assert summary["jobs"]["job1"]["worker_cpu"]["per_iteration_s"] == pytest.approx(statistics.mean(measured),
+                                                                                       abs=1e-5)
+    # the machine's CPU while the jobs ran: one /proc/stat read per 100 ms of the ~0.5 s run
+    load = summary["cpu_load"]
+    assert load["samples"] >= 3 and 0 < load["busy_mean"] <= 1 and 0 <= load["saturated_share"] <= 1
+    with open(results / "cpu.csv") as f:
+        assert len(list(csv.DictReader(f))) == load["samples"]
     assert summary["jobs"]["job1"]["iterations"] == 4 and summary["jobs"]["job1"]["missing_rows"] == 0
     # job2 starts 20 ms after job1: the common start time makes offsets exact
     first = {r["job"]: float(r["t_start"]) for r in rows if r["iteration"] == "0" and r["rank"] == "0"}

@@ -57,6 +57,7 @@ def test_torch_demo_completes_with_every_row_on_the_jobs_cc(tmp_path):
     for r in rows:
         assert float(r["iter_time"]) >= 0.060 - 1e-3
         assert int(r["bytes_sent"]) == 2_000_000
+        assert float(r["cpu_s"]) > 0  # gloo's threads included: the process's CPU time
     summary = json.loads((results / "summary.json").read_text())
     assert summary["status"] == "completed"
     assert summary["socket_cc"] == {"job1": ["cubic"], "job2": ["cubic"]}  # from sock_diag

@@ -153,3 +153,15 @@ def job_stats(iters: Sequence[JobIteration], rows: Iterable[IterationRow], job: 
         warmup_iterations=len(warm),
         warmup_mean_iter_s=mean(warm) if warm else None,
     )
+
+
+def worker_cpu(rows: Iterable[IterationRow], job: str, warmup: int = 0) -> dict[str, float | None] | None:
+    """A job's workers' CPU use over its measured iterations: `per_iteration_s`, the mean CPU
+    time of one worker's iteration (user + system, all its threads), and `share`, that CPU
+    time over the iterations' wall time (1.0 = one core busy the whole iteration). None where
+    the rows do not record it (runs from before cpu_s)."""
+    mine = [(r.cpu_s, r.iter_time) for r in rows if r.job == job and r.iteration >= warmup and r.cpu_s is not None]
+    if not mine:
+        return None
+    cpu, wall = sum(c for c, _ in mine), sum(w for _, w in mine)
+    return {"per_iteration_s": round(cpu / len(mine), 6), "share": round(cpu / wall, 4) if wall > 0 else None}

@@ -293,6 +293,7 @@ def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
                     iter_time=_finite(r["iter_time"]),
                     comm_time=_finite(r["comm_time"]),
                     bytes_sent=_int(r["bytes_sent"]),
+                    cpu_s=_opt(r.get("cpu_s"), _finite),
                 )
             )
         except (KeyError, ValueError):

@@ -19,11 +19,12 @@ THROUGHPUT_CSV = "throughput.csv"
 QUEUE_CSV = "queue.csv"
 CC_TELEMETRY_CSV = "cc_telemetry.csv"
 SUMMARY_JSON = "summary.json"
+CPU_CSV = "cpu.csv"
 PHASES_CSV = "phases.csv"
 
 # iterations.csv: one row per job, rank and iteration
 ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
-                     "iter_time", "comm_time", "bytes_sent")
+                     "iter_time", "comm_time", "bytes_sent", "cpu_s")
 # phases.csv: one row per job, rank, iteration and phase the rank took part in
 PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collective", "bytes",
                  "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
@@ -33,6 +34,8 @@ THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
 # `drops` is empty where the data plane cannot see its queue's drops (BMv2)
 QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks", "drops")
 QUEUE_JOB_PREFIX = "bytes_"
+# cpu.csv: the machine's CPU (all cores) per sampling interval ending at t (mn_harness.cpu_load)
+CPU_COLUMNS = ("t", "interval_s", "busy")
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
 CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
                         "final", "iteration", "kernel_name", "learned_bytes_per_iteration",
@@ -56,6 +59,10 @@ class IterationRow:
     iter_time: float
     comm_time: float
     bytes_sent: int
+    # CPU time (user + system, every thread of the worker process) the iteration took; None
+    # in lines from before it was recorded. With several workers per core, a job whose
+    # workers need the CPU while others do is slowed by the machine, not only by the network.
+    cpu_s: float | None = None
 
     @classmethod
     def from_worker(cls, record: Mapping[str, Any]) -> IterationRow:
@@ -67,7 +74,8 @@ class IterationRow:
         t_end = float(record.get("t_end", t_comm_end))
         return cls(str(record["job"]), int(record["rank"]), int(record["iteration"]), t_start,
                    t_comm_start, t_comm_end, round(t_end - t_start, 6),
-                   round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]))
+                   round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]),
+                   None if record.get("cpu_s") is None else float(record["cpu_s"]))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from mn_harness.jobs.cassini import predict
 from mn_harness.jobs.ideal import bytes_sent_per_rank, ideal_iteration_s, phase_summary
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.collect import write_run_csvs
-from mn_harness.results.iterations import job_iterations, job_stats
+from mn_harness.results.iterations import job_iterations, job_stats, worker_cpu
 from mn_harness.results.phases import bytes_acked_per_rank, phase_stats
 from mn_harness.results.schema import SUMMARY_JSON, IterationRow, PhaseRow, ThroughputRow
 
@@ -63,6 +63,7 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[Iteratio
             "slowdown_p99": stats.slowdown_p99(ideal),
             "warmup": stats.warmup,
             "warmup_mean_iter_s": stats.warmup_mean_iter_s,
+            "worker_cpu": worker_cpu(rows, job.name, stats.warmup),
         }
     return {
         "experiment": experiment.name,

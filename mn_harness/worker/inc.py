@@ -347,7 +347,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
         time.sleep(delay)
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
-            t_start = time.monotonic()
+            t_start, cpu_start = time.monotonic(), time.process_time()
             seconds = spec.durations(iteration)[0]
             time.sleep(seconds)
             t_compute_end = time.monotonic()
@@ -369,7 +369,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
                 "t_comm_end": round(t_comm_end - t0, 6), "bytes_sent": stats["bytes_sent"],
-                "t_end": round(t_comm_end - t0, 6),
+                "t_end": round(t_comm_end - t0, 6), "cpu_s": round(time.process_time() - cpu_start, 6),
                 "saturated": clipped[spec.rank], "sat_chunks": len(stats["sat_chunks"]),
                 "retransmits": stats["retransmits"],
                 "phases": [

@@ -8,7 +8,7 @@ a record (consecutive slices of one compute phase — DDP's backward between buc
 merge into one): times since T0, bytes sent, and for compute the planned mean and the delay
 applied (jitter, stragglers). The iteration's line keeps the columns every metric reads:
 t_comm_start = the first collective's start, t_comm_end = the last one's end, t_end = when the
-iteration ended."""
+iteration ended, cpu_s = the CPU time the worker process (all its threads) took meanwhile."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class IterationRunner:
         records: list[dict[str, Any]] = []
         handles: dict[int, tuple[dict[str, Any], Handle]] = {}
         waited: set[int] = set()
-        t_start = time.monotonic()
+        t_start, cpu_start = time.monotonic(), time.process_time()
 
         def collect(ids: list[int]) -> None:
             for i in ids:
@@ -100,14 +100,14 @@ class IterationRunner:
                 sent = pipeline.run_pass(self.transport, op, op["ranks"].index(spec.rank), iteration)
                 records.append(self._comm_record(op, began, time.monotonic(), sent))
         collect(list(handles))
-        t_end = time.monotonic()
+        t_end, cpu_s = time.monotonic(), time.process_time() - cpu_start
         comm = [r for r in records if r["kind"] == "comm"]
         t_comm_start = min((r["t_start"] for r in comm), default=self._t(t_end))
         t_comm_end = max((r["t_end"] for r in comm), default=self._t(t_end))
         return {"job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": self._t(t_start), "t_comm_start": t_comm_start, "t_comm_end": t_comm_end,
                 "t_end": self._t(t_end), "bytes_sent": sum(r["bytes_sent"] for r in comm),
-                "phases": sorted(records, key=lambda r: (r["t_start"], r["phase"]))}
+                "cpu_s": round(cpu_s, 6), "phases": sorted(records, key=lambda r: (r["t_start"], r["phase"]))}
 
     def _compute_record(self, records: list[dict[str, Any]], op: dict[str, Any], began: float, ended: float,
                         planned: float, slept: float) -> None:

@@ -180,15 +180,16 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
             planned, seconds = spec.means()[0], spec.durations(iteration)[0]  # jitter, stragglers
-            t_start = time.monotonic()
+            t_start, cpu_start = time.monotonic(), time.process_time()
             time.sleep(seconds)
             t_comm_start = time.monotonic()
             op()
-            t_comm_end = time.monotonic()
+            t_comm_end, cpu_s = time.monotonic(), time.process_time() - cpu_start
             it_out.write(json.dumps({
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
                 "t_comm_end": round(t_comm_end - t0, 6), "t_end": round(t_comm_end - t0, 6), "bytes_sent": sent,
+                "cpu_s": round(cpu_s, 6),
                 "phases": [record(0, "compute", "compute", "", None, t_start - t0, t_comm_start - t0,
                                   planned=planned, delay=seconds - planned),
                            record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,

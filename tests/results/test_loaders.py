@@ -1,8 +1,8 @@
 """Results folders on disk read back: bad rows counted, optional files."""
 
-
-
+from mn_harness.results.iterations import worker_cpu
 from mn_harness.results.loaders import load_iterations, load_run
+from mn_harness.results.schema import ITERATION_COLUMNS, IterationRow, write_csv
 from tests.helpers import ITER_HEADER, write_folder
 
 
@@ -27,3 +27,17 @@ def test_load_run_optional_files(tmp_path):
     assert len(run.iterations) == 4 * 3
     assert run.summary.jobs["A"].workers == ["h1", "h2"]
     assert run.job_order() == ["A", "B"]
+
+
+def test_cpu_column_round_trips_and_older_folders_have_none(tmp_path):
+    rows = [IterationRow("A", 0, i, float(i), i + 0.6, i + 1.0, 1.0, 0.4, 4000, 0.25 * (i + 1)) for i in range(4)]
+    write_csv(tmp_path / "iterations.csv", ITERATION_COLUMNS, rows)
+    back, bad = load_iterations(tmp_path / "iterations.csv")
+    assert back == rows and bad == 0
+    # warm-up left out: iterations 2 and 3 took 0.75 and 1.0 s of CPU in 1.0 s each
+    assert worker_cpu(back, "A", warmup=2) == {"per_iteration_s": 0.875, "share": 0.875}
+    assert worker_cpu(back, "B") is None
+    old = tmp_path / "old.csv"
+    old.write_text(ITER_HEADER + "\nA,0,0,0.0,0.6,1.0,1.0,0.4,4000\n")
+    (row,), _ = load_iterations(old)
+    assert row.cpu_s is None and worker_cpu([row], "A") is None
