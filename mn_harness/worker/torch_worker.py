@@ -209,7 +209,12 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     dist.destroy_process_group()
     diag.close()
     print("DONE", flush=True)
-    return 0
+    # Every file is closed and flushed. The interpreter's own teardown with torch loaded costs
+    # ~0.35 s of CPU per worker (measured: both cores saturated for 1.4 s after four workers
+    # ended, ~4 s after eight), which would slow the jobs still running on this machine, as it
+    # would not in a cluster: leave without it.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover - run through mn_harness.worker
