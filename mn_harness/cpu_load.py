@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from mn_harness.results.schema import CPU_COLUMNS, CPU_CSV, write_csv
@@ -71,14 +70,14 @@ def warning(load: dict) -> str | None:
 class CpuLoadSampler:
     """A daemon thread reading /proc/stat every `interval_s` from start() to stop()."""
 
-    def __init__(self, interval_s: float = 0.1, read: Callable[[], tuple[int, int]] = read_times):
-        self.interval_s, self._read = interval_s, read
+    def __init__(self, interval_s: float = 0.1):
+        self.interval_s = interval_s
         self._times: list[tuple[float, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-load", daemon=True)
 
     def _sample(self) -> None:
-        self._times.append((time.monotonic(), *self._read()))
+        self._times.append((time.monotonic(), *read_times()))
 
     def start(self) -> CpuLoadSampler:
         self._sample()
