@@ -1,5 +1,6 @@
 """The harness on `dataplane: bmv2`: the demo dumbbell scaled to BMv2 speeds (50 Mbit/s links,
-1.25 MB per iteration, so a job alone communicates ~200 ms), a few iterations per run.
+1.25 MB per iteration, so a job alone communicates ~200 ms; the link-rate check at a fifth of
+both), a few iterations per run.
 
 Checks: every iteration row, queue.csv sampled at >= 50/s with the bottleneck queue building,
 ECN marks counted for both jobs, data at the link rate on the bottleneck (the reverse
@@ -25,22 +26,29 @@ from mn_harness.config import Experiment
 from mn_harness.dataplane.bmv2 import resolve_program
 from mn_harness.p4.compile import compile_p4
 from mn_harness.runner import run_experiment
+from mn_harness.units import parse_bandwidth, parse_size
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 BOTTLENECK = ("s1", "3")  # s1's port towards s2 (ports in link order: h1=1, h2=2, s2=3)
 
 
-def demo_raw(topologies: Path, cc="cubic", threshold=20, iterations=5) -> dict:
+def demo_raw(topologies: Path, cc="cubic", threshold=20, iterations=5, slower: int = 1) -> dict:
+    """The shipped BMv2 demo; `slower` divides its link rates and bytes per iteration alike
+    (the same phase times), for checks that need BMv2 far from its CPU limit."""
     raw = yaml.safe_load((topologies / "dumbbell-2jobs-bmv2.yaml").read_text())
     raw["switches"] = [{"name": s, "ecn_threshold": threshold} for s in ("s1", "s2")]
     for job in raw["jobs"]:
         job.update(iterations=iterations, cc=cc)
+        if slower > 1:
+            job["bytes_per_iteration"] = parse_size(job["bytes_per_iteration"], "bytes_per_iteration") // slower
+    if slower > 1:
+        raw["link_defaults"]["bw"] = parse_bandwidth(raw["link_defaults"]["bw"], "bw") / slower
     raw["run"]["dataplane"] = "bmv2"
     return raw
 
 
-def demo(topologies: Path, cc="cubic", threshold=20, iterations=5) -> Experiment:
-    return Experiment.from_dict(demo_raw(topologies, cc, threshold, iterations), "bmv2-demo")
+def demo(topologies: Path, cc="cubic", threshold=20, iterations=5, slower: int = 1) -> Experiment:
+    return Experiment.from_dict(demo_raw(topologies, cc, threshold, iterations, slower), "bmv2-demo")
 
 
 def run(exp: Experiment, tmp_path: Path) -> tuple[Path, dict, list[dict]]:
@@ -59,7 +67,13 @@ def no_leftovers(results: Path) -> None:
 
 
 def test_demo_runs_on_bmv2_with_queue_series_and_marks(topologies, tmp_path):
-    exp = demo(topologies)
+    # At 10 Mbit/s (bytes scaled alike): the two switches, four workers and the telemetry share 2
+    # cores whose speed varies from hour to hour on these VMs. In a slow hour (BMv2 forwarding
+    # 161 Mbit/s unshaped, ~300 on a good day) the demo's 50 Mbit/s bottleneck was busy at only
+    # 0.52-0.59 of its rate (6 runs) and 25 Mbit/s at 0.78-0.79 (2), below or near what the ACK
+    # bug below gave; 10 Mbit/s reached 0.96-0.98 (2). The bug's 0.65-0.68 is a share of the
+    # queue's slots, the same at any rate.
+    exp = demo(topologies, slower=5)
     results, summary, rows = run(exp, tmp_path)
     assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
     with open(results / "iterations.csv") as fh:
@@ -82,17 +96,18 @@ def test_demo_runs_on_bmv2_with_queue_series_and_marks(topologies, tmp_path):
     assert sum(int(r["bytes_job1"]) for r in bottleneck) > 0
     assert sum(int(r["bytes_job2"]) for r in bottleneck) > 0
     # The bottleneck carries data at the link rate: the busy 200-ms windows (p90) of job bytes
-    # out of s1->s2 reach ~0.99 of 50 Mbit/s. With the reverse direction's ACKs paced like full
+    # out of s1->s2 reached ~0.99 of 50 Mbit/s on a good day. With the reverse direction's ACKs paced like full
     # frames in the same queue (one queue per port) they reached 0.65-0.68 (iterations ~1.8x the
     # ideal 0.5 s instead of ~1.5x; the jobs overlap on BMv2, which costs 1.4x at full rate).
+    link_bps = summary["link_bps"]["s1->s2"]
     window = {}
     for r in bottleneck:
         w = int(float(r["t"]) / 0.2)
         window[w] = window.get(w, 0) + int(r["bytes_job1"]) + int(r["bytes_job2"])
-    rates = sorted(b * 8 / 0.2 / 50e6 for b in window.values())
+    rates = sorted(b * 8 / 0.2 / link_bps for b in window.values())
     p90 = rates[int(0.9 * len(rates))]
     slowdown = {job: round(s["slowdown_mean"], 2) for job, s in summary["jobs"].items()}
-    print(f"bottleneck p90 {p90:.2f} of 50 Mbit/s; iteration time vs ideal {slowdown}")
+    print(f"bottleneck p90 {p90:.2f} of {link_bps / 1e6:.0f} Mbit/s; iteration time vs ideal {slowdown}")
     assert p90 >= 0.8, f"bottleneck busy rate only {p90:.2f} of the link"
     no_leftovers(results)
 
