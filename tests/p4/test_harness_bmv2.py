@@ -70,7 +70,7 @@ def test_demo_runs_on_bmv2_with_queue_series_and_marks(topologies, tmp_path):
     # At 10 Mbit/s (bytes scaled alike): the two switches, four workers and the telemetry share 2
     # cores whose speed varies from hour to hour on these VMs. In a slow hour (BMv2 forwarding
     # 161 Mbit/s unshaped, ~300 on a good day) the demo's 50 Mbit/s bottleneck was busy at only
-    # 0.52-0.59 of its rate (6 runs) and 25 Mbit/s at 0.78-0.79 (2), below or near what the ACK
+    # 0.52-0.59 of its rate (5 runs) and 25 Mbit/s at 0.78-0.79 (2), below or near what the ACK
     # bug below gave; 10 Mbit/s reached 0.96-0.98 (2). The bug's 0.65-0.68 is a share of the
     # queue's slots, the same at any rate.
     exp = demo(topologies, slower=5)
