@@ -69,9 +69,15 @@ class Tunables:
                    done) and a send moves only once the peer announced the matching receive;
                    the announcement is queued behind the data its connection is writing.
                    Frames the stream (a 1-byte kind per message, see the module docstring).
-                   Off: on bench/fidelity.py's 20 cells it changed no ratio beyond the noise
-                   of 3 runs (mean |ratio - 1| 0.032 against 0.033, p99 0.105 against
-                   0.094; docs/fidelity.md), and every documented number ran without it.
+                   On by default since 2 December 2026: without it a rank that ends its
+                   compute first sends into a peer still computing, so a job's two directions
+                   drift apart. On 4jobs-ecn-sync-q400 with DCTCP (a held-back scenario, 5
+                   runs per side) a job's two ranks ended their phase 12-15 ms apart on
+                   average without it, 3-4 ms with gloo, 4-6 ms with it; the synthetic/gloo
+                   slowdown ratio went from 1.034 +/- 0.011 to 1.009 +/- 0.022 (heavy
+                   mltcp-cubic's p99 ratio from 1.11 to 1.06). On the 20 cells of
+                   bench/fidelity.py, measured with an earlier sender and 3 runs, it had
+                   changed no ratio beyond noise (docs/fidelity.md).
     sndbuf, rcvbuf SO_SNDBUF / SO_RCVBUF in bytes; 0 leaves the kernel's autotuning
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
@@ -81,7 +87,7 @@ class Tunables:
     io_bytes: int = 1 << 20
     segment_bytes: int = 1 << 20
     window: int = 2
-    recv_ready: bool = False
+    recv_ready: bool = True
     sndbuf: int = 0
     rcvbuf: int = 0
     nodelay: bool = True

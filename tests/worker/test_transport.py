@@ -109,7 +109,9 @@ def test_pipeline_pass_moves_activations_and_gradients():
     sent, acked = ranks_run(p, lambda r, t: run_pass(t, op, r, 0), peers=lambda r: {r - 1, r + 1} & {0, 1, 2})
     sched = collectives.schedule("pipeline", 30_000, p, micro_batches=m, grad_bytes=20_000)
     assert [sent[r] for r in range(p)] == sched.bytes_sent_per_rank()
-    assert 0 <= acked[1][0] - m * 20_000 <= 2 and 0 <= acked[1][2] - m * 30_000 <= 2  # SYN, FIN
+    framing = m if Tunables().recv_ready else 0  # framed (the default): one kind byte per message
+    # + up to 2: SYN, FIN
+    assert 0 <= acked[1][0] - m * 20_000 - framing <= 2 and 0 <= acked[1][2] - m * 30_000 - framing <= 2
 
 
 def test_a_rank_with_another_schedule_is_caught_by_the_tag():
@@ -167,7 +169,7 @@ def test_a_handshake_send_fails_when_the_peer_leaves_without_posting():
 
 
 def test_a_handshake_send_needs_a_framed_transport():
-    t = Transport(0, ("127.0.0.1",), free_port(), CC)
+    t = Transport(0, ("127.0.0.1",), free_port(), CC, Tunables(recv_ready=False))
     t.connections[1] = None  # type: ignore[assignment]  # never reached
     with pytest.raises(TransportError, match="recv_ready"):
         t.send(1, 10, b"x", handshake=True)
