@@ -7,7 +7,8 @@ Per run (warm-up iterations excluded): the mean over jobs of each job's mean and
 time and of its mean overlap (results.md's definitions), whether its jobs interleaved (the
 convergence rule bench/reproduce.py counts), the share of its communication phases stalled
 by a retransmission timeout (>= 150 ms with nothing acknowledged) and the timeouts the kernel
-counted in the jobs' hosts per iteration (summary.json tcp_counters). Per scenario and CC: the ratio
+counted in the jobs' hosts per iteration (summary.json tcp_counters), a worker's CPU time per
+iteration and the share of the machine's cores busy (worker_cpu, cpu_load). Per scenario and CC: the ratio
 synthetic/real of the means over repetitions, with a 95% CI from the two samples' standard
 errors (delta method: relative SE of a ratio = sqrt(se_s^2/m_s^2 + se_r^2/m_r^2), Student t with
 n_s + n_r - 2 degrees of freedom). Overlap ratios are shown only where the real overlap is at
@@ -177,6 +178,29 @@ def stalled_share(run: RunData, warmup: int) -> float:
     return stalled / phases if phases else 0.0
 
 
+def cpu_use(results: str | Path) -> tuple[float | None, float | None]:
+    """(a worker's CPU seconds per iteration, mean over the run's jobs; the share of the
+    machine's cores busy while the jobs ran), from summary.json's `worker_cpu` and `cpu_load`;
+    None where a run does not record it. Both traffics share the machine's cores: a difference
+    here says whether one of them was slowed by the CPU rather than by the network."""
+    summary = json.loads((Path(results) / "summary.json").read_text())
+    per_iter = [j["worker_cpu"]["per_iteration_s"] for j in summary["jobs"].values() if j.get("worker_cpu")]
+    load = summary.get("cpu_load") or {}
+    return (mean(per_iter) if per_iter else None), load.get("busy_mean")
+
+
+def mean_known(values: list[float | None]) -> float | None:
+    """The mean of `values`, or None when any is unknown (a run from before the field)."""
+    known = [v for v in values if v is not None]
+    return mean(known) if known and len(known) == len(values) else None
+
+
+def run_cpu(runs: list[dict]) -> tuple[float | None, float | None]:
+    """(mean CPU seconds per worker-iteration, mean share of the cores busy) over `runs`."""
+    figures = [cpu_use(m["results"]) if "results" in m else (None, None) for m in runs]
+    return mean_known([f[0] for f in figures]), mean_known([f[1] for f in figures])
+
+
 def run_flags(runs: list[dict], warmup: int) -> tuple[str, float, float | None]:
     """('k/n', mean stalled share, mean timeouts per iteration or None): of n runs (with rivals)
     k interleaved; run files from before these fields are read again from their results
@@ -192,8 +216,7 @@ def run_flags(runs: list[dict], warmup: int) -> tuple[str, float, float | None]:
         shares.append(m["stalled"])
         rtos.append(m.get("timeouts"))
     known = [f for f in flags if f is not None]
-    counted = [r for r in rtos if r is not None]
-    return f"{sum(known)}/{len(known)}", mean(shares), mean(counted) if len(counted) == len(rtos) else None
+    return f"{sum(known)}/{len(known)}", mean(shares), mean_known(rtos)
 
 
 class MeasurementLock:
@@ -257,12 +280,13 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
     if markdown:
         print("| scenario | CC | reps real/syn | mean real | mean synthetic | mean ratio (95% CI) | "
               "p99 ratio (95% CI) | overlap real / synthetic | interleaved real / synthetic | "
-              "stalled phases real / synthetic | RTOs per iteration real / synthetic | on target |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "stalled phases real / synthetic | RTOs per iteration real / synthetic | "
+              "CPU per worker-iteration real / synthetic | cores busy real / synthetic | on target |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     else:
         print(f"{'scenario':<11} {'cc':<12} {'reps':>5}  {'mean real':>9} {'mean syn':>9}  "
               f"{'mean ratio (95% CI)':<20} {'p99 ratio (95% CI)':<20} {'interleaved':<11} "
-              f"{'stalled':<9} {'RTOs/iter':<11} overlap real/syn, ratio")
+              f"{'stalled':<9} {'RTOs/iter':<11} {'CPU/iter ms':<11} {'busy':<9} overlap real/syn, ratio")
     for scenario in scenarios:
         for cc in ccs:
             real = [m for m in done.get((scenario, cc, "real"), []) if m["status"] == "completed"]
@@ -289,16 +313,21 @@ def report(out: Path, scenarios: list[str], ccs: list[str], markdown: bool = Fal
             (inter_r, stall_r, rto_r), (inter_s, stall_s, rto_s) = run_flags(real, warmup), run_flags(syn, warmup)
             inter, stalls = f"{inter_r} / {inter_s}", f"{stall_r:.0%}/{stall_s:.0%}"
             rtos = "-" if rto_r is None or rto_s is None else f"{rto_r:.2f}/{rto_s:.2f}"
+            (cpu_r, busy_r), (cpu_s, busy_s) = run_cpu(real), run_cpu(syn)
+            cpu = "-" if cpu_r is None or cpu_s is None else f"{cpu_r * 1e3:.0f}/{cpu_s * 1e3:.0f}"
+            busy = "-" if busy_r is None or busy_s is None else f"{busy_r:.0%}/{busy_s:.0%}"
             if markdown:
                 print(f"| {scenario} | {cc} | {len(real)}/{len(syn)} | "
                       f"{mean([m['mean_s'] for m in real]) * 1e3:.0f} ms | "
                       f"{mean([m['mean_s'] for m in syn]) * 1e3:.0f} ms | {fmt(rm, hm)} | {fmt(rp, hp)} | "
-                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {stalls} | {rtos} | {'yes' if ok else 'no'} |")
+                      f"{o_real:.0%} / {o_syn:.0%} | {inter} | {stalls} | {rtos} | {cpu} ms | {busy} | "
+                      f"{'yes' if ok else 'no'} |")
                 continue
             print(f"{scenario:<11} {cc:<12} {len(real)}/{len(syn)}  "
                   f"{mean([m['mean_s'] for m in real]) * 1e3:7.1f}ms "
                   f"{mean([m['mean_s'] for m in syn]) * 1e3:7.1f}ms  "
-                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {stalls:<9} {rtos:<11} {overlap}"
+                  f"{fmt(rm, hm):<20} {fmt(rp, hp):<20} {inter:<11} {stalls:<9} {rtos:<11} "
+                  f"{cpu:<11} {busy:<9} {overlap}"
                   f"{'' if ok else '  <- off target'}")
     keys["on_target"] = f"{within}/{total}"
     return keys

@@ -70,3 +70,25 @@ def test_stalled_share_counts_phases_with_a_timeout_sized_gap(tmp_path):
 
     assert without(4.7, 4.9) == 1 / 18
     assert without(4.7, 4.8) == 0.0
+
+
+def test_cpu_columns_read_worker_cpu_and_cpu_load(tmp_path):
+    """The CPU columns: a worker's CPU seconds per iteration (mean over the run's jobs) and the
+    cores' busy share, from summary.json; unknown (None) as soon as one run lacks them."""
+    import json
+
+    from tests.helpers import write_folder
+    fidelity = bench_module("fidelity")
+    roots = [write_folder(tmp_path / f"run{k}", n_iter=4) for k in range(2)]
+    assert fidelity.run_cpu([{"results": str(r)} for r in roots]) == (None, None)
+    for k, root in enumerate(roots):
+        summary = json.loads((root / "summary.json").read_text())
+        for j, job in enumerate(summary["jobs"].values()):
+            job["worker_cpu"] = {"per_iteration_s": 0.08 + 0.02 * j + 0.01 * k, "share": 0.1}
+        summary["cpu_load"] = {"busy_mean": 0.4 + 0.2 * k}
+        (root / "summary.json").write_text(json.dumps(summary))
+    n_jobs = len(json.loads((roots[0] / "summary.json").read_text())["jobs"])
+    per_iter, busy = fidelity.run_cpu([{"results": str(r)} for r in roots])
+    assert abs(per_iter - (0.08 + 0.01 * (n_jobs - 1) + 0.005)) < 1e-9
+    assert abs(busy - 0.5) < 1e-9
+    assert fidelity.run_cpu([{"results": str(roots[0])}, {"mean_s": 1.0}]) == (None, None)
