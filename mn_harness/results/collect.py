@@ -18,6 +18,7 @@ from mn_harness.results.schema import (
     PHASES_CSV,
     THROUGHPUT_COLUMNS,
     THROUGHPUT_CSV,
+    THROUGHPUT_SENDER_COLUMNS,
     IterationRow,
     PhaseRow,
     ThroughputRow,
@@ -70,8 +71,10 @@ def throughput_rows(raw_dir: Path) -> list[ThroughputRow]:
     rows = []
     for path in sorted(raw_dir.glob("*.throughput.jsonl")):
         for r in read_jsonl(path):
-            for t, nbytes in r.get("bins", ()):
-                rows.append(ThroughputRow(r["job"], int(r["rank"]), t, r["bin_s"], int(nbytes)))
+            for t, nbytes, *sender in r.get("bins", ()):  # sender: THROUGHPUT_SENDER_COLUMNS or none
+                state = [int(v) for v in sender] if len(sender) == len(THROUGHPUT_SENDER_COLUMNS) else []
+                rows.append(ThroughputRow(r["job"], int(r["rank"]), t, r["bin_s"], int(nbytes),
+                                          **dict(zip(THROUGHPUT_SENDER_COLUMNS, state, strict=False))))
     rows.sort(key=lambda r: (r.job, r.rank, r.t))
     return rows
 

@@ -32,6 +32,7 @@ from mn_harness.results.schema import (
     QUEUE_JOB_PREFIX,
     SUMMARY_JSON,
     THROUGHPUT_CSV,
+    THROUGHPUT_SENDER_COLUMNS,
     IterationRow,
     PhaseRow,
     QueueRow,
@@ -334,6 +335,7 @@ def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
                     t=_finite(r["t"]),
                     bin_s=_finite(r["bin_s"]),
                     bytes=_int(r["bytes"]),
+                    **{k: _opt_int(r.get(k) or None) for k in THROUGHPUT_SENDER_COLUMNS},
                 )
             )
         except (KeyError, ValueError):

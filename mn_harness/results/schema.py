@@ -28,8 +28,13 @@ ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_c
 # phases.csv: one row per job, rank, iteration and phase the rank took part in
 PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collective", "bytes",
                  "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
-# throughput.csv: bytes acknowledged on one worker's sending socket per bin [t, t + bin_s)
-THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes")
+# throughput.csv: bytes acknowledged on one worker's sending sockets per bin [t, t + bin_s); then
+# what limited the sender (worker/tcpinfo.py, empty where not sampled: in-network aggregation):
+# cwnd (segments, summed over the rank's connections) and srtt_us (the largest smoothed RTT) at
+# the bin's end, and the microseconds of the bin the sockets had data to send (busy_us, in the
+# kernel's jiffy steps) and were limited by the receiver's window or the send buffer
+THROUGHPUT_SENDER_COLUMNS = ("cwnd", "srtt_us", "busy_us", "rwnd_limited_us", "sndbuf_limited_us")
+THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes", *THROUGHPUT_SENDER_COLUMNS)
 # queue.csv: one row per sampled egress port and sample; then one bytes_<job> column per job.
 # `drops` is empty where the data plane cannot see its queue's drops (BMv2)
 QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks", "drops")
@@ -112,13 +117,19 @@ class PhaseRow:
 
 @dataclass(frozen=True)
 class ThroughputRow:
-    """Bytes acked on one worker's sending socket in the bin [t, t + bin_s)."""
+    """Bytes acked on one worker's sending sockets in the bin [t, t + bin_s), and the sender's
+    state (THROUGHPUT_SENDER_COLUMNS; None where not sampled)."""
 
     job: str
     rank: int
     t: float
     bin_s: float
     bytes: int
+    cwnd: int | None = None
+    srtt_us: int | None = None
+    busy_us: int | None = None
+    rwnd_limited_us: int | None = None
+    sndbuf_limited_us: int | None = None
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def run(spec: WorkerSpec) -> int:
     stream.start()
     runner = IterationRunner(spec, transport, stream, t0)
     sockets = transport.sockets()
-    sampler = BinSampler(lambda: sum(tcpinfo.bytes_acked(s) for s in sockets), t0, spec.bin_s)
+    sampler = BinSampler(lambda: tcpinfo.combined(tcpinfo.sender_state(s) for s in sockets), t0, spec.bin_s)
     delay = t0 + spec.start_offset_s - time.monotonic()
     if delay > 0:
         time.sleep(delay)

@@ -21,7 +21,17 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from mn_harness.worker.tcpinfo import BYTES_ACKED, BYTES_RETRANS, BYTES_SENT, SND_CWND, TOTAL_RETRANS
+from mn_harness.worker.tcpinfo import (
+    BYTES_ACKED,
+    BYTES_RETRANS,
+    BYTES_SENT,
+    SND_CWND,
+    TOTAL_RETRANS,
+    SenderState,
+    parse_sender_state,
+    read_u32,
+    read_u64,
+)
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -61,6 +71,7 @@ class TcpSocket:
     total_retrans: int = 0
     rcvbuf: int = 0  # SK_MEMINFO_RCVBUF (bytes the kernel allows, after autotuning)
     sndbuf: int = 0  # SK_MEMINFO_SNDBUF
+    sender: SenderState = SenderState(0)  # what a throughput bin keeps (tcpinfo.py)
 
     @property
     def established(self) -> bool:
@@ -80,14 +91,6 @@ def _request(states: int, sock: TcpSocket | None = None) -> bytes:
         flags = NLM_F_REQUEST
     body = _REQ.pack(socket.AF_INET, socket.IPPROTO_TCP, ext, states) + sockid
     return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, flags, 1, 0) + body
-
-
-def _u64(raw: bytes, offset: int) -> int:
-    return struct.unpack_from("=Q", raw, offset)[0] if len(raw) >= offset + 8 else 0
-
-
-def _u32(raw: bytes, offset: int) -> int:
-    return struct.unpack_from("=I", raw, offset)[0] if len(raw) >= offset + 4 else 0
 
 
 def _parse(msg: memoryview) -> TcpSocket:
@@ -111,9 +114,10 @@ def _parse(msg: memoryview) -> TcpSocket:
     return TcpSocket(
         src=socket.inet_ntoa(src[:4]), sport=sport, dst=socket.inet_ntoa(dst[:4]), dport=dport,
         state=state, cookie=c0 | (c1 << 32), cc=cc,
-        bytes_acked=_u64(info, BYTES_ACKED), bytes_sent=_u64(info, BYTES_SENT),
-        bytes_retrans=_u64(info, BYTES_RETRANS), cwnd=_u32(info, SND_CWND),
-        total_retrans=_u32(info, TOTAL_RETRANS), rcvbuf=_u32(mem, 4), sndbuf=_u32(mem, 12))
+        bytes_acked=read_u64(info, BYTES_ACKED), bytes_sent=read_u64(info, BYTES_SENT),
+        bytes_retrans=read_u64(info, BYTES_RETRANS), cwnd=read_u32(info, SND_CWND),
+        total_retrans=read_u32(info, TOTAL_RETRANS), rcvbuf=read_u32(mem, 4), sndbuf=read_u32(mem, 12),
+        sender=parse_sender_state(info))
 
 
 class SockDiag:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+from mn_harness.worker import tcpinfo
 from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
@@ -99,24 +100,24 @@ def check_congestion_control(spec: WorkerSpec, sockets: list[TcpSocket]) -> None
                          f"{spec.cc} ({len(wrong)} of {len(mine)} connections)")
 
 
-class AckedCounter:
-    """Bytes acknowledged on the job's data connections (the rendezvous store excluded), summed
-    over sockets. gloo makes its connections when the process group is created, so they are
-    found once (one dump, before READY) and then read by exact lookup each bin; a socket that
-    closes keeps its last count, so the sum never goes back."""
+class GlooSenders:
+    """The sender state (bytes acknowledged, window, chrono times) of the job's data connections
+    (the rendezvous store excluded), combined over sockets. gloo makes its connections when the
+    process group is created, so they are found once (one dump, before READY) and then read by
+    exact lookup each bin; a socket that closes keeps its last state, so no count goes back."""
 
     def __init__(self, diag: SockDiag, spec: WorkerSpec, sockets: list[TcpSocket]):
         self.diag = diag
         me = spec.ips[spec.rank]
         self.sockets = job_connections(sockets, me, set(spec.ips) - {me}, frozenset({spec.port}))
-        self.last = {s.cookie: s.bytes_acked for s in self.sockets}
+        self.last = {s.cookie: s.sender for s in self.sockets}
 
-    def __call__(self) -> int:
+    def __call__(self) -> tcpinfo.SenderState:
         for s in self.sockets:
             now = self.diag.lookup(s)
             if now is not None:
-                self.last[s.cookie] = now.bytes_acked
-        return sum(self.last.values())
+                self.last[s.cookie] = now.sender
+        return tcpinfo.combined(self.last.values())
 
 
 def _collective(name: str, tensor, n: int) -> Callable[[], object]:
@@ -171,7 +172,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     sent = collective.bytes_sent(spec.bytes_per_iteration, spec.n, spec.rank)
     print("READY", flush=True)
     t0 = wait_for_go()
-    sampler = BinSampler(AckedCounter(diag, spec, sockets), t0, spec.bin_s)
+    sampler = BinSampler(GlooSenders(diag, spec, sockets), t0, spec.bin_s)
     start = t0 + spec.start_offset_s
     delay = start - time.monotonic()
     if delay > 0:

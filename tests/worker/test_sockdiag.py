@@ -44,6 +44,12 @@ def test_reports_cc_and_bytes_acked_of_a_connection():
     assert nbytes <= sock.bytes_acked <= nbytes + 1
     assert sock.bytes_sent - sock.bytes_retrans == nbytes
     assert sock.sndbuf > 0 and sock.rcvbuf > 0
+    # the sender state a throughput bin keeps, read from the kernel as getsockopt reads it
+    from mn_harness.worker import tcpinfo
+    own = tcpinfo.sender_state(client)
+    assert sock.sender.bytes_acked == sock.bytes_acked == own.bytes_acked
+    assert sock.sender.cwnd == sock.cwnd == own.cwnd > 0 and sock.sender.srtt_us > 0
+    assert 0 < sock.sender.busy_us <= own.busy_us
     peer = [s for s in sockets if s.dport == port]
     assert len(peer) == 1 and peer[0].cookie != sock.cookie
     client.close()
