@@ -90,6 +90,10 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # phases separable; fair sharing of aligned phases still costs (1 - a) + N*a = 1.57x.
     "3jobs-slack": ("compatible-3jobs.yaml", SLACK_3JOBS),
     "3jobs-slack-ssai": ("compatible-3jobs.yaml", [*SLACK_3JOBS, ("run.slow_start_after_idle", True)]),
+    # ... started at once (reno keeps the phases on top of each other), and behind a 20-packet
+    # buffer, where fair sharing ends phases in retransmission timeouts: the base CC's tail
+    "3jobs-slack-sync": ("compatible-3jobs.yaml", _jobs(3, "500ms", together=True)),
+    "3jobs-slack-sync-q20": ("compatible-3jobs.yaml", [*_jobs(3, "500ms", together=True), ("links[0].queue", 20)]),
     # 3jobs-slack's a with 4-worker rings: crossing the bottleneck four times (two flows of a
     # job each way) or, ordered by rack, twice (one each way)
     "3jobs-4w": ("compatible-3jobs-4workers.yaml", []),

@@ -43,3 +43,8 @@ def test_every_suite_scenario_is_a_valid_experiment():
         assert raw["links"][2]["endpoints"] == ["s1", "s2"] and raw["links"][2]["queue"] == queue
     slack = Experiment.from_dict(reproduce.scenario_raw("3jobs-slack-ssai", [], 10))
     assert {j.compute_s for j in slack.jobs} == {0.5} and slack.run.slow_start_after_idle
+    raw = reproduce.scenario_raw("3jobs-slack-sync-q20", [], 10)
+    assert raw["links"][0]["endpoints"] == ["s1", "s2"] and raw["links"][0]["queue"] == 20
+    shallow = Experiment.from_dict(raw)
+    assert {(j.compute_s, j.start_offset_s) for j in shallow.jobs} == {(0.5, 0.0)}
+    assert not shallow.run.slow_start_after_idle
