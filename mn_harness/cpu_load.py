@@ -8,9 +8,16 @@ is in iterations.csv (`cpu_s`); the kernel's packet processing (softirq: veth, H
 charged to whichever process or core it lands on, so the whole machine is read too: /proc/stat
 (every core's time, the same in every network namespace) every `interval_s`.
 
+On a VM the host's hypervisor may run something else while this machine's cores want to run:
+that time is /proc/stat's `steal`. It is lost to the workers and the emulated links alike (the
+routers' HTB dequeues, the hosts' TCP), so a phase slows with nothing in its way; it is counted
+in `busy` (not idle) and reported on its own, so a slow interval can be told apart: the jobs'
+own load, or the host taking the CPU.
+
 `cpu_load`: {"cores", "interval_s", "samples", "busy_mean" (share of all cores' time not idle),
-"saturated_share" (share of intervals in which the cores were at least SATURATED busy)}; the
-timeline, one row per interval with times since T0 like the other CSVs, is cpu.csv."""
+"saturated_share" (share of intervals in which the cores were at least SATURATED busy),
+"steal_mean" (share of all cores' time the hypervisor took)}; the timeline, one row per
+interval with times since T0 like the other CSVs, is cpu.csv."""
 
 from __future__ import annotations
 
@@ -18,53 +25,80 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from mn_harness.results.schema import CPU_COLUMNS, CPU_CSV, write_csv
 
 STAT = "/proc/stat"
 SATURATED = 0.95  # an interval this busy left no core free for a worker that woke up
 WARN_SHARE = 0.05  # the run says so in one line when at least this share of intervals was saturated
+WARN_STEAL = 0.05  # ... or when the hypervisor took at least this share of the cores' time
 
 
-def read_times(path: str = STAT) -> tuple[int, int]:
-    """(total, idle) jiffies of all cores together: the first line of /proc/stat, idle = idle +
-    iowait (a core waiting for I/O could run a worker)."""
+class CpuTimes(NamedTuple):
+    """Jiffies of all cores together since boot."""
+
+    total: int
+    idle: int  # idle + iowait: a core waiting for I/O could run a worker
+    steal: int  # the hypervisor ran something else while a core wanted to run (0 off a VM)
+
+
+def read_times(path: str = STAT) -> CpuTimes:
+    """The first line of /proc/stat: user nice system idle iowait irq softirq steal (guest and
+    guest_nice, already inside user and nice, are not added twice)."""
     with open(path) as f:
         fields = f.readline().split()
     if not fields or fields[0] != "cpu":
         raise ValueError(f"{path}: the first line is not the all-cores 'cpu' line")
-    values = [int(v) for v in fields[1:]]
-    return sum(values[:8]), values[3] + (values[4] if len(values) > 4 else 0)
+    values = [int(v) for v in fields[1:]] + [0] * 8
+    return CpuTimes(sum(values[:8]), values[3] + values[4], values[7])
 
 
-def busy_shares(times: list[tuple[float, int, int]]) -> list[tuple[float, float, float]]:
-    """(t, interval, busy share) of each interval between consecutive reads (t, total, idle)
-    (an interval in which the counters did not move is left out)."""
+class Interval(NamedTuple):
+    t: float  # its end, monotonic like the reads
+    length: float
+    busy: float  # share of all cores' time not idle (steal included)
+    steal: float  # share of all cores' time the hypervisor took
+
+
+def busy_shares(times: list[tuple[float, CpuTimes]]) -> list[Interval]:
+    """Each interval between consecutive reads (t, times) (an interval in which the counters did
+    not move is left out)."""
     out = []
-    for (s0, t0, i0), (s1, t1, i1) in zip(times, times[1:], strict=False):
-        if t1 > t0:
-            out.append((s1, s1 - s0, 1.0 - (i1 - i0) / (t1 - t0)))
+    for (s0, c0), (s1, c1) in zip(times, times[1:], strict=False):
+        total = c1.total - c0.total
+        if total > 0:
+            out.append(Interval(s1, s1 - s0, 1.0 - (c1.idle - c0.idle) / total, (c1.steal - c0.steal) / total))
     return out
 
 
-def summarise(shares: list[float], interval_s: float, cores: int | None) -> dict:
-    if not shares:
+def summarise(intervals: list[Interval], interval_s: float, cores: int | None) -> dict:
+    if not intervals:
         return {"cores": cores, "interval_s": interval_s, "samples": 0, "busy_mean": None,
-                "saturated_share": None}
-    return {"cores": cores, "interval_s": interval_s, "samples": len(shares),
-            "busy_mean": round(sum(shares) / len(shares), 4),
-            "saturated_share": round(sum(s >= SATURATED for s in shares) / len(shares), 4)}
+                "saturated_share": None, "steal_mean": None}
+    n = len(intervals)
+    return {"cores": cores, "interval_s": interval_s, "samples": n,
+            "busy_mean": round(sum(i.busy for i in intervals) / n, 4),
+            "saturated_share": round(sum(i.busy >= SATURATED for i in intervals) / n, 4),
+            "steal_mean": round(sum(i.steal for i in intervals) / n, 4)}
 
 
 def warning(load: dict) -> str | None:
-    """The run's one line when the machine was saturated often enough to matter."""
+    """The run's one line when the machine was saturated, or its host took its CPU, often
+    enough to matter."""
+    lines = []
     share = load.get("saturated_share")
-    if share is None or share < WARN_SHARE:
-        return None
-    return (f"cpu: the machine's {load.get('cores')} cores were saturated in {share:.0%} of the "
-            f"jobs' {load['interval_s'] * 1000:.0f} ms intervals (busy {load['busy_mean']:.0%} on "
-            f"average): iteration times include waiting for a CPU, not only the network "
-            f"(docs/troubleshooting.md#the-cpus-were-saturated)")
+    if share is not None and share >= WARN_SHARE:
+        lines.append(f"the machine's {load.get('cores')} cores were saturated in {share:.0%} of the "
+                     f"jobs' {load['interval_s'] * 1000:.0f} ms intervals (busy {load['busy_mean']:.0%} on "
+                     f"average): iteration times include waiting for a CPU, not only the network "
+                     f"(docs/troubleshooting.md#the-cpus-were-saturated)")
+    steal = load.get("steal_mean")
+    if steal is not None and steal >= WARN_STEAL:
+        lines.append(f"the VM's host took {steal:.0%} of its cores' time (steal) while the jobs ran: "
+                     f"hosts and links ran slower by moments, with nothing in the network's way "
+                     f"(docs/troubleshooting.md#the-vms-host-took-its-cpu)")
+    return "cpu: " + "; ".join(lines) if lines else None
 
 
 class CpuLoadSampler:
@@ -72,12 +106,12 @@ class CpuLoadSampler:
 
     def __init__(self, interval_s: float = 0.1):
         self.interval_s = interval_s
-        self._times: list[tuple[float, int, int]] = []
+        self._times: list[tuple[float, CpuTimes]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-load", daemon=True)
 
     def _sample(self) -> None:
-        self._times.append((time.monotonic(), *read_times()))
+        self._times.append((time.monotonic(), read_times()))
 
     def start(self) -> CpuLoadSampler:
         self._sample()
@@ -97,6 +131,6 @@ class CpuLoadSampler:
         intervals = busy_shares(self._times)
         if results_dir is not None:
             write_csv(results_dir / CPU_CSV, CPU_COLUMNS,
-                      ({"t": round(t - t0, 4), "interval_s": round(dt, 4), "busy": round(b, 4)}
-                       for t, dt, b in intervals))
-        return summarise([b for _, _, b in intervals], self.interval_s, os.cpu_count())
+                      ({"t": round(i.t - t0, 4), "interval_s": round(i.length, 4), "busy": round(i.busy, 4),
+                        "steal": round(i.steal, 4)} for i in intervals))
+        return summarise(intervals, self.interval_s, os.cpu_count())

@@ -46,6 +46,7 @@ def test_demo_topology_completes_with_every_row(tmp_path, state_dir):
     # the machine's CPU while the jobs ran: one /proc/stat read per 100 ms of the ~0.5 s run
     load = summary["cpu_load"]
     assert load["samples"] >= 3 and 0 < load["busy_mean"] <= 1 and 0 <= load["saturated_share"] <= 1
+    assert 0 <= load["steal_mean"] <= load["busy_mean"]
     with open(results / "cpu.csv") as f:
         assert len(list(csv.DictReader(f))) == load["samples"]
     assert summary["jobs"]["job1"]["iterations"] == 4 and summary["jobs"]["job1"]["missing_rows"] == 0
