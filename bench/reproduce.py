@@ -261,6 +261,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
     tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
     rtos = {(ref.label, ref.repetition): timeouts_per_iteration(_summary(ref.results_dir)) for ref, _ in results}
+    steal = {(ref.label, ref.repetition): host_steal(_summary(ref.results_dir)) for ref, _ in results}
     prediction = _prediction(results)
     rows = []
     for cc in ccs:
@@ -276,7 +277,8 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "cassini": prediction,
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
                "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t],
-               "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None]}
+               "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
+               "steal": [v for (label, _), v in steal.items() if label == cc and v is not None]}
         variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
         base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
         if base:
@@ -307,6 +309,15 @@ def _summary(results_dir) -> dict:
         return {}
 
 
+def host_steal(summary: dict) -> float | None:
+    """The share of the cores' time the VM's host took during the run (summary.json
+    cpu_load.steal_mean; None for runs recorded before 3 December 2026). On the project's VM
+    it lengthens phases that nothing else slows (docs/troubleshooting.md#the-vms-host-took-its-cpu),
+    so a set of runs says how much of its noise was the host's."""
+    value = (summary.get("cpu_load") or {}).get("steal_mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _prediction(results) -> str:
     for ref, _ in results:
         pred = _summary(ref.results_dir).get("cassini") or {}
@@ -321,7 +332,7 @@ def _prediction(results) -> str:
 HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
            "converged", "median conv. iter", "CASSINI best / aligned",
            f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99",
-           "RTOs / iteration"]
+           "RTOs / iteration", "host steal"]
 
 
 def format_row(row: dict) -> list[str]:
@@ -334,7 +345,7 @@ def format_row(row: dict) -> list[str]:
             _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"],
             f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
             "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}",
-            _ci(row["rtos"])]
+            _ci(row["rtos"]), _ci(row.get("steal", []))]
 
 
 def table(folder: Path, state: dict) -> tuple[str, dict]:

@@ -48,3 +48,19 @@ def test_every_suite_scenario_is_a_valid_experiment():
     shallow = Experiment.from_dict(raw)
     assert {(j.compute_s, j.start_offset_s) for j in shallow.jobs} == {(0.5, 0.0)}
     assert not shallow.run.slow_start_after_idle
+
+
+def test_host_steal_column_reads_each_runs_summary_and_leaves_old_runs_out():
+    """The table's last column: the VM host's share of the cores' time over a CC's runs, from
+    summary.json cpu_load.steal_mean; runs recorded before it existed give no value, not 0."""
+    reproduce = bench_module("reproduce")
+    assert reproduce.host_steal({"cpu_load": {"steal_mean": 0.132}}) == 0.132
+    assert reproduce.host_steal({"cpu_load": {"busy_mean": 0.5}}) is None
+    assert reproduce.host_steal({}) is None
+    row = {"scenario": "2jobs", "cc": "reno", "runs": 2, "slowdown": [1.2, 1.3], "slowdown_p99": [1.5, 1.6],
+           "converged": None, "median_conv": None, "cassini": "-", "steady": [], "steady_p99": [],
+           "rtos": [0.0, 0.1], "steal": [0.10, 0.20]}
+    cells = reproduce.format_row(row)
+    assert len(cells) == len(reproduce.HEADERS) and reproduce.HEADERS[-1] == "host steal"
+    assert cells[-1].startswith("0.150 ± ")
+    assert reproduce.format_row({**row, "steal": []})[-1] == "-"
