@@ -69,14 +69,24 @@ def test_demo_topology_completes_with_every_row(tmp_path, state_dir):
 
 def test_isolated_job_communicates_at_link_rate(tmp_path, state_dir):
     """One job alone on a 300 Mbit/s path: its communication phase must take bytes/rate,
-    within 15% (TCP/IP headers alone cost ~4.5%); below, the worker would be the bottleneck."""
+    within 15% (TCP/IP headers alone cost ~4.5%); below, the worker would be the bottleneck.
+    A VM's host can take a fifth of its CPU for seconds (docs/troubleshooting.md#the-vms-host-
+    took-its-cpu; here 1.18x and 1.24x in 2 of 4 runs on 3 December 2026, with ~10% steal), so
+    a slow run is run once more: a worker that is the bottleneck is slow both times."""
     raw = small_demo(iterations=6)
     raw["jobs"] = raw["jobs"][:1]
     raw["jobs"][0].update(bytes_per_iteration="6MB", compute="50ms")
     raw["link_defaults"]["bw"] = "300Mbit"
     raw["links"][2]["bw"] = "300Mbit"
-    results = run_experiment(Experiment.from_dict(raw, "iso"), out_root=tmp_path, log=lambda *_: None)
-    rows = [r for r in read_rows(results) if r["iteration"] != "0"]  # first iteration ramps up
-    comm = statistics.median(float(r["comm_time"]) for r in rows)
     ideal = ring.bytes_sent_per_worker(6_000_000, 2) * 8 / 300e6
-    assert ideal * 0.98 <= comm <= ideal * 1.15, f"comm {comm:.4f}s vs ideal {ideal:.4f}s"
+    seen = []
+    for attempt in range(2):
+        results = run_experiment(Experiment.from_dict(raw, "iso"), out_root=tmp_path / str(attempt),
+                                 log=lambda *_: None)
+        rows = [r for r in read_rows(results) if r["iteration"] != "0"]  # first iteration ramps up
+        comm = statistics.median(float(r["comm_time"]) for r in rows)
+        steal = json.loads((results / "summary.json").read_text())["cpu_load"]["steal_mean"]
+        seen.append(f"comm {comm:.4f}s (steal {steal:.0%})")
+        if comm <= ideal * 1.15:
+            break
+    assert ideal * 0.98 <= comm <= ideal * 1.15, f"{'; '.join(seen)} vs ideal {ideal:.4f}s"

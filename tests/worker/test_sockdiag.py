@@ -49,7 +49,9 @@ def test_reports_cc_and_bytes_acked_of_a_connection():
     own = tcpinfo.sender_state(client)
     assert sock.sender.bytes_acked == sock.bytes_acked == own.bytes_acked
     assert sock.sender.cwnd == sock.cwnd == own.cwnd > 0 and sock.sender.srtt_us > 0
-    assert 0 < sock.sender.busy_us <= own.busy_us
+    # counted in jiffies (4 ms at HZ 250): 3 MB over loopback may finish inside one, so 0 is
+    # a valid count here (one run of the suite read 0); the two reads must agree in order
+    assert 0 <= sock.sender.busy_us <= own.busy_us
     peer = [s for s in sockets if s.dport == port]
     assert len(peer) == 1 and peer[0].cookie != sock.cookie
     client.close()
