@@ -98,9 +98,12 @@ def test_a_callback_changes_the_link_rate_and_throughput_follows_it(tmp_path):
     after = _median_rate(results, after_start, 1e9)
     # The bounds tell the two rates apart (a rate that did not follow would be 2x off). They are
     # not a fidelity target: bench/link_rate.py measured 0.927 +- 0.000 before and 0.919 +- 0.044
-    # after (3 runs; TCP/IP headers alone take ~4.5%), and under load single runs fell to 0.89.
-    assert 0.8 * 200e6 <= before <= 1.1 * 200e6, before
-    assert 0.8 * 100e6 <= after <= 1.1 * 100e6, after
+    # after (3 runs; TCP/IP headers alone take ~4.5%), and under load single runs fell to 0.89;
+    # with the VM's host taking 10-26% of its CPU (3 December 2026) a CI run read 0.74 before.
+    # So the rates are loose and their ratio (a link that did not change: ~1) decides.
+    assert 0.6 * 200e6 <= before <= 1.1 * 200e6, before
+    assert 0.6 * 100e6 <= after <= 1.1 * 100e6, after
+    assert 0.3 <= after / before <= 0.75, (before, after)
 
 
 def test_pcap_captures_the_jobs_flows_in_a_file_scapy_reads(tmp_path):
