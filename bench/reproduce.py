@@ -267,8 +267,9 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
     tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
-    rtos = {(ref.label, ref.repetition): timeouts_per_iteration(_summary(ref.results_dir)) for ref, _ in results}
-    steal = {(ref.label, ref.repetition): host_steal(_summary(ref.results_dir)) for ref, _ in results}
+    summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
+    rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
+    steal = {key: host_steal(summary) for key, summary in summaries.items()}
     prediction = _prediction(results)
     rows = []
     for cc in ccs:
