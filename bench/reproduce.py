@@ -270,7 +270,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
     summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
     rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
     steal = {key: host_steal(summary) for key, summary in summaries.items()}
-    prediction = _prediction(results)
+    prediction = _prediction(summaries.values())
     rows = []
     for cc in ccs:
         runs = [v for (label, _), v in per_run.items() if label == cc]
@@ -326,9 +326,12 @@ def host_steal(summary: dict) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _prediction(results) -> str:
-    for ref, _ in results:
-        pred = _summary(ref.results_dir).get("cassini") or {}
+def _prediction(summaries) -> str:
+    """CASSINI's predicted slowdown (best shifts / phases aligned), averaged over the jobs that
+    share a link, from the first run's summary that has one: every run of a scenario carries
+    the same prediction, since it depends on the config only."""
+    for summary in summaries:
+        pred = summary.get("cassini") or {}
         jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
         if jobs:
             best = sum(j["slowdown"] for j in jobs) / len(jobs)

@@ -64,3 +64,23 @@ def test_host_steal_column_reads_each_runs_summary_and_leaves_old_runs_out():
     assert len(cells) == len(reproduce.HEADERS) and reproduce.HEADERS[-1] == "host steal"
     assert cells[-1].startswith("0.150 ± ")
     assert reproduce.format_row({**row, "steal": []})[-1] == "-"
+
+
+def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_prediction():
+    """The CASSINI column comes from the summaries the table already read: runs without a
+    prediction (an old run, an error) are passed over, and the column is the mean over the jobs
+    that share a link of the best-shift and the aligned slowdown."""
+    from mn_harness.config import Experiment
+    from mn_harness.jobs.cassini import predict
+    from mn_harness.network.plan import NetworkPlan
+    reproduce = bench_module("reproduce")
+    exp = Experiment.from_dict(reproduce.scenario_raw("3jobs", [], 10))
+    pred = predict(exp, NetworkPlan(exp)).to_dict()
+    shared = [j for j in pred["jobs"].values() if j["links"]]
+    assert len(shared) == 3
+    best = sum(j["slowdown"] for j in shared) / 3
+    aligned = sum(j["aligned_slowdown"] for j in shared) / 3
+    assert aligned > best  # three compatible jobs: aligned phases cost, the best shifts do not
+    column = reproduce._prediction([{}, {"cassini": {"error": "x"}}, {"cassini": pred}])
+    assert column == f"{best:.2f} / {aligned:.2f}"
+    assert reproduce._prediction([{}, {"cassini": None}]) == "-"
