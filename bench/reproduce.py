@@ -56,7 +56,8 @@ from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
 from mn_harness.network.plan import NetworkPlan  # noqa: E402
 from mn_harness.network.tcp_counters import timeouts_per_iteration  # noqa: E402
 from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics  # noqa: E402
-from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
+from mn_harness.report.metrics import separation  # noqa: E402
+from mn_harness.results.stats import mean_ci95, median_with_never, percentile, wilson_ci95  # noqa: E402
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
 
 ECN_20 = ("links[0].ecn_threshold", 20)  # the bottleneck CE-marks above 20 queued packets
@@ -267,6 +268,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
     tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
+    apart = {(ref.label, ref.repetition): separation(m) for ref, m in results}
     summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
     rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
     steal = {key: host_steal(summary) for key, summary in summaries.items()}
@@ -286,7 +288,8 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
                "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t],
                "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
-               "steal": [v for (label, _), v in steal.items() if label == cc and v is not None]}
+               "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
+               "apart": [v for (label, _), v in apart.items() if label == cc and v is not None]}
         variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
         base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
         if base:
@@ -340,8 +343,27 @@ def _prediction(summaries) -> str:
     return "-"
 
 
+APART_WITHIN = 10  # the target's "interleaved within 10 iterations" (in >= 80% of runs)
+
+
+def apart_text(seps: list) -> str:
+    """The 'apart' column: the runs whose jobs first stood apart (no job above the convergence
+    threshold's overlap, report.metrics.separation) by iteration APART_WITHIN, with the Wilson
+    95% interval; the median first-apart iteration over all runs (a run never apart counting
+    as later than any); the median number of later iterations in which they fell back."""
+    if not seps:
+        return "-"
+    early = sum(1 for s in seps if s.first is not None and s.first <= APART_WITHIN)
+    lo, hi = wilson_ci95(early, len(seps))
+    first = median_with_never([s.first for s in seps])
+    apart = [s.relapses for s in seps if s.first is not None]
+    relapses = "-" if not apart else f"{statistics.median(apart):g}"
+    return (f"{early} of {len(seps)} [{lo * 100:.0f}–{hi * 100:.0f}]; first "
+            f"{'never' if first is None else f'{first:g}'}; relapses {relapses}")
+
+
 HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
-           "converged", "median conv. iter", "CASSINI best / aligned",
+           "converged", "median conv. iter", f"apart by {APART_WITHIN}; first; relapses", "CASSINI best / aligned",
            f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99",
            "RTOs / iteration", "host steal"]
 
@@ -353,7 +375,8 @@ def format_row(row: dict) -> list[str]:
     median = row["median_conv"]
     med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
     return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
-            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text, row["cassini"],
+            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text,
+            apart_text(row.get("apart", [])), row["cassini"],
             f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
             "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}",
             _ci(row["rtos"]), _ci(row.get("steal", []))]
@@ -376,6 +399,9 @@ def table(folder: Path, state: dict) -> tuple[str, dict]:
             for key in ("gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
                 if row.get(key):
                     keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
+            if row.get("apart"):
+                early = [s.first is not None and s.first <= APART_WITHIN for s in row["apart"]]
+                keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(sum(early) / len(early), 3)
     return markdown_table(HEADERS, rows), keys
 
 

@@ -173,6 +173,43 @@ def convergence_iteration(
     return result if stretch >= needed else None
 
 
+@dataclass(frozen=True)
+class Separation:
+    """When a run's jobs first stood apart, and how often they fell back: `first` is the first
+    iteration k at which every job with a rival had its iteration k contended and overlapping
+    rivals by at most the threshold (None: never); `relapses` counts the later iterations at
+    which some such job overlapped by more. Iterations are matched by number, so this reads
+    jobs of one period (the suite's compatible sets); an iteration some job did not complete
+    or ran alone counts neither way. Why beside convergence: convergence asks that the jobs
+    stay apart to the end, so one relapse in iteration 45 of 50 makes a run that separated at
+    7 "not converged"; the target "interleaved within 10 iterations" asks when they first
+    separate, and the relapses say how well it held."""
+
+    first: int | None
+    relapses: int
+
+
+def separation(metrics: RunMetrics, threshold: float | None = None) -> Separation | None:
+    """The run's Separation; None when no job had a rival to be apart from."""
+    limit = metrics.convergence_threshold if threshold is None else threshold
+    contended = [jm for jm in metrics.jobs.values() if jm.rivals and jm.contended_iterations]
+    if not contended:
+        return None
+    per_job = [{p["iteration"]: p["overlap"] for p in jm.per_iteration
+                if p["contended"] and p["overlap"] is not None} for jm in contended]
+    first: int | None = None
+    relapses = 0
+    for k in sorted(set().union(*per_job)):
+        if not all(k in job for job in per_job):
+            continue
+        apart = all(job[k] <= limit for job in per_job)
+        if first is None:
+            first = k if apart else None
+        elif not apart:
+            relapses += 1
+    return Separation(first, relapses)
+
+
 # --------------------------------------------------------------------------- throughput
 
 

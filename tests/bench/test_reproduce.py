@@ -84,3 +84,15 @@ def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_predic
     column = reproduce._prediction([{}, {"cassini": {"error": "x"}}, {"cassini": pred}])
     assert column == f"{best:.2f} / {aligned:.2f}"
     assert reproduce._prediction([{}, {"cassini": None}]) == "-"
+
+
+def test_apart_column_counts_runs_apart_by_iteration_10_and_the_relapses():
+    """The 'apart' column: runs whose jobs first stood apart by iteration 10 (of all runs, with
+    the Wilson interval), the median first iteration with never as later than any, and the
+    median relapses of the runs that did stand apart."""
+    from mn_harness.report.metrics import Separation
+    reproduce = bench_module("reproduce")
+    seps = [Separation(7, 0), Separation(11, 4), Separation(None, 0), Separation(3, 2)]
+    assert reproduce.apart_text(seps) == "2 of 4 [15–85]; first 9; relapses 2"
+    assert reproduce.apart_text([Separation(None, 0)] * 3) == "0 of 3 [0–56]; first never; relapses -"
+    assert reproduce.apart_text([]) == "-"

@@ -4,12 +4,14 @@ import pytest
 
 from mn_harness.report.markdown import convergence_text, format_table
 from mn_harness.report.metrics import (
+    Separation,
     compute_metrics,
     convergence_iteration,
     jain_index,
     job_throughput,
     overlap_fraction,
     rivals,
+    separation,
     union_intervals,
 )
 from mn_harness.results.iterations import count_missing_rows, job_iterations
@@ -193,6 +195,36 @@ def test_drifting_phases_converge():
     short = compute_metrics(summary({"A": 1, "B": 1}, LINK_AB),
                             periodic("A", 6) + periodic("B", 6, shifts=d[:6]))
     assert short.jobs["B"].contended_iterations == 5 and short.jobs["B"].convergence_iteration is None
+
+
+def test_separation_first_apart_and_relapses():
+    # B slides 0.1 s per iteration until its phase sits after A's (apart from iteration 4); at
+    # iteration 6 A is 0.4 s late and lands on B (a relapse), at 7 B is 0.4 s later too, apart
+    # again: first 4, one relapse.
+    a = [0.0] * 6 + [0.4] * 3
+    b = [0.0, 0.1, 0.2, 0.3, 0.4, 0.4, 0.4, 0.8, 0.8]
+    rows = periodic("A", 9, shifts=a) + periodic("B", 9, shifts=b)
+    m = compute_metrics(summary({"A": 1, "B": 1}, LINK_AB), rows)
+    assert separation(m) == Separation(first=4, relapses=1)
+    assert m.jobs["A"].convergence_iteration == 7  # convergence waits for the relapse to end
+    assert [round(p["overlap"], 6) for p in m.jobs["A"].per_iteration][:7] == [1, 0.75, 0.5, 0.25, 0, 0, 1]
+    # a looser threshold: overlap 0.25 at iteration 3 counts as apart
+    assert separation(m, threshold=0.3) == Separation(first=3, relapses=1)
+    # never apart
+    locked = compute_metrics(summary({"A": 1, "B": 1}, LINK_AB), periodic("A", 5) + periodic("B", 5))
+    assert separation(locked) == Separation(first=None, relapses=0)
+    # no rival: nothing to be apart from
+    alone = compute_metrics(summary({"A": 1}, {"s1-s2": ["A"]}), periodic("A", 5))
+    assert separation(alone) is None
+
+
+def test_separation_needs_every_contended_job_apart_at_once():
+    # three jobs: C stays on top of A throughout, so although B separates, the run never does
+    d = [0.0, 0.4, 0.4, 0.4]
+    rows = periodic("A", 4) + periodic("B", 4, shifts=d) + periodic("C", 4)
+    links = {"s1-s2": ["A", "B", "C"]}
+    m = compute_metrics(summary({"A": 1, "B": 1, "C": 1}, links), rows)
+    assert separation(m).first is None
 
 
 def test_straggler_iteration():
