@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from mn_harness.report.aggregate import ALL_METRICS, ALL_SCOPE, CompareRow, RunRef, metric_title  # noqa: E402
-from mn_harness.report.metrics import RunMetrics, bin_index, job_throughput  # noqa: E402
+from mn_harness.report.fairness import bin_index, job_throughput  # noqa: E402
+from mn_harness.report.metrics import RunMetrics  # noqa: E402
 from mn_harness.results.iterations import JobIteration, job_iterations  # noqa: E402
 from mn_harness.results.loaders import RunData, load_run  # noqa: E402
 from mn_harness.results.schema import QueueRow  # noqa: E402

@@ -2,13 +2,12 @@
 
 import pytest
 
+from mn_harness.report.fairness import jain_index, job_throughput
 from mn_harness.report.markdown import convergence_text, format_table
 from mn_harness.report.metrics import (
     Separation,
     compute_metrics,
     convergence_iteration,
-    jain_index,
-    job_throughput,
     overlap_fraction,
     rivals,
     separation,

@@ -1,6 +1,6 @@
 """Throughput on a link counts only the ranks whose sending sockets cross it."""
 
-from mn_harness.report.metrics import job_throughput
+from mn_harness.report.fairness import job_throughput
 from mn_harness.results.loaders import parse_summary
 from mn_harness.results.schema import ThroughputRow
 
