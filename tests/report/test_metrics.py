@@ -2,7 +2,6 @@
 
 import pytest
 
-from mn_harness.report.fairness import jain_index, job_throughput
 from mn_harness.report.markdown import convergence_text, format_table
 from mn_harness.report.metrics import (
     Separation,
@@ -60,14 +59,6 @@ def test_percentile_linear_interpolation():
     assert percentile([7.0], 99) == 7.0
     with pytest.raises(ValueError):
         percentile([], 50)
-
-
-def test_jain_index():
-    assert jain_index([5.0, 5.0]) == pytest.approx(1.0)
-    assert jain_index([1.0, 0.0]) == pytest.approx(0.5)
-    assert jain_index([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
-    assert jain_index([0.0, 0.0]) is None
-    assert jain_index([]) is None
 
 
 def test_union_and_overlap_fraction():
@@ -315,12 +306,6 @@ def tp(job, rank, t, nbytes, bin_s=0.1):
     return ThroughputRow(job, rank, t, bin_s, nbytes)
 
 
-def test_job_throughput_sums_ranks_per_bin():
-    rows = [tp("A", 0, 0.1, 5), tp("A", 1, 0.1000000001, 7), tp("A", 0, 0.2, 1)]
-    (b1, b2) = job_throughput(rows)["A"]
-    assert b1[2] == 12 and b2[2] == 1
-
-
 def test_jain_per_iteration_window():
     # A has 3 iterations [0,1], [1,2], [2,3]; B only the first two; equal medians -> A is the
     # reference (job order). Window 0: A 500 B 300 bytes; window 1: 500/500; window 2 lies
@@ -366,9 +351,3 @@ def test_missing_rows_counted_against_planned_iterations():
     rows = [r for r in periodic("A", 4, ranks=2) if not (r.rank == 1 and r.iteration >= 2)]
     m = compute_metrics(Summary("t", {}, {"A": info}, {}, {}), rows)
     assert m.jobs["A"].missing_rows == 5 * 2 - 6
-
-
-def test_bins_half_a_bin_off_the_grid_stay_apart():
-    # rank bins at 0.005, 0.015, 0.025 s: t / bin_s = 0.5, 1.5, 2.5 must stay three bins
-    rows = [tp("A", 0, 0.005 + 0.01 * k, 10 + k, bin_s=0.01) for k in range(3)]
-    assert [b[2] for b in job_throughput(rows)["A"]] == [10, 11, 12]
