@@ -92,3 +92,20 @@ def test_cpu_columns_read_worker_cpu_and_cpu_load(tmp_path):
     assert abs(per_iter - (0.08 + 0.01 * (n_jobs - 1) + 0.005)) < 1e-9
     assert abs(busy - 0.5) < 1e-9
     assert fidelity.run_cpu([{"results": str(roots[0])}, {"mean_s": 1.0}]) == (None, None)
+
+
+def test_a_bbr_run_lasts_several_of_bbrs_min_rtt_windows():
+    """BBR probes its minimum RTT every 10 s: a BBR run is long enough (30 s of ideal
+    iterations) to meet that probe about three times in either traffic; other CCs keep the
+    scenario's default, and --iterations still decides."""
+    fidelity = bench_module("fidelity")
+    assert fidelity.iterations_for("demo", "reno") == 20
+    assert fidelity.iterations_for("three_slack", "cubic") == 40
+    demo = fidelity.iterations_for("demo", "bbr")  # 300 ms compute + 25 MB at 1 Gbit/s ~ 0.5 s
+    assert 55 <= demo <= 62
+    for scenario in ("three_jobs", "heavy", "three_slack"):
+        n = fidelity.iterations_for(scenario, "bbr")
+        exp = fidelity.experiment(scenario, "bbr", "real", n)
+        period = max(fidelity.ideal_iteration_s(j, fidelity.NetworkPlan(exp))[0] for j in exp.jobs)
+        assert n * period >= 30.0 and (n - 1) * period < 30.0 or n == fidelity.ITERATIONS.get(scenario, 20)
+    assert fidelity.iterations_for("demo", "bbr", 7) == 7
