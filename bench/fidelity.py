@@ -116,8 +116,9 @@ ITERATIONS = {"three_slack": 40}
 # sub-second differences in when its connections last saw their minimum RTT. Measured here on
 # 3 December 2026: the demo's 20 iterations (10.2 s) caught it (the window at 4 packets for
 # 100-420 ms of sending, at 9.3-10.4 s) in 3 of 5 gloo runs and 1 of 5 synthetic ones; in 2
-# of the 3 the delayed jobs fell back into step, which set the p99 (synthetic / real 0.76). Over 30 s every
-# connection of either traffic meets it about three times, as a training job does every 10 s.
+# of the 3 the delayed jobs fell back into step, which set the p99 (synthetic / real 0.76).
+# Over 30 s every connection of either traffic meets it about three times, as a training job
+# does every 10 s.
 MIN_RUN_S = {"bbr": 30.0}
 
 

@@ -346,6 +346,11 @@ def _prediction(summaries) -> str:
 APART_WITHIN = 10  # the target's "interleaved within 10 iterations" (in >= 80% of runs)
 
 
+def apart_early(seps: list) -> int:
+    """How many runs' jobs first stood apart by iteration APART_WITHIN."""
+    return sum(1 for s in seps if s.first is not None and s.first <= APART_WITHIN)
+
+
 def apart_text(seps: list) -> str:
     """The 'apart' column: the runs whose jobs first stood apart (no job above the convergence
     threshold's overlap, report.metrics.separation) by iteration APART_WITHIN, with the Wilson
@@ -353,7 +358,7 @@ def apart_text(seps: list) -> str:
     as later than any); the median number of later iterations in which they fell back."""
     if not seps:
         return "-"
-    early = sum(1 for s in seps if s.first is not None and s.first <= APART_WITHIN)
+    early = apart_early(seps)
     lo, hi = wilson_ci95(early, len(seps))
     first = median_with_never([s.first for s in seps])
     apart = [s.relapses for s in seps if s.first is not None]
@@ -400,8 +405,7 @@ def table(folder: Path, state: dict) -> tuple[str, dict]:
                 if row.get(key):
                     keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
             if row.get("apart"):
-                early = [s.first is not None and s.first <= APART_WITHIN for s in row["apart"]]
-                keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(sum(early) / len(early), 3)
+                keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(apart_early(row["apart"]) / len(row["apart"]), 3)
     return markdown_table(HEADERS, rows), keys
 
 
