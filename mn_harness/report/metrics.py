@@ -192,7 +192,8 @@ def separation(metrics: RunMetrics, threshold: float | None = None) -> Separatio
             continue
         apart = all(job[k] <= limit for job in per_job)
         if first is None:
-            first = k if apart else None
+            if apart:
+                first = k
         elif not apart:
             relapses += 1
     return Separation(first, relapses)
