@@ -243,14 +243,23 @@ def _ci(values: list[float]) -> str:
 STEADY_ITERATIONS = 20
 
 
-def steady_state(metrics, last: int) -> dict[str, float] | None:
-    """One run's last `last` iterations of every job (where interleaving, if it comes, has
-    come): the mean over jobs of their mean and p99 iteration time, in seconds and over the
-    baseline. The whole-run columns mix the iterations before convergence with those after;
-    a p99 over 48 iterations is set by the slow ones before."""
+def span_stats(metrics, *, last: int | None = None, first: int | None = None) -> dict[str, float] | None:
+    """One run's statistics over a span of every job's iterations, warm-up left out: the mean
+    over jobs of their mean and p99 iteration time, in seconds and over the baseline.
+
+    Neither: the whole run. last=N: the run's last N iterations, where interleaving, if it
+    comes, has come (the whole-run columns mix the iterations before convergence with those
+    after). first=N: the iterations before N of the job that did the fewest (the others in
+    proportion: the same stretch of time): what a run of N iterations would have measured.
+    A p99 is a tail only with enough samples: over 48 iterations it falls between the two
+    largest, so a short run's p99 is its slowest iteration and says how the run began."""
+    fewest = min((job.n_iterations for job in metrics.jobs.values()), default=0)
     per_job = []
     for job in metrics.jobs.values():
-        times = [p["iter_time"] for p in job.per_iteration if p["iter_time"] is not None][-last:]
+        rows = [p for p in job.per_iteration if p["iter_time"] is not None and not p.get("warmup")]
+        if first is not None:
+            rows = [p for p in rows if p["iteration"] < round(first * job.n_iterations / fewest)]
+        times = [p["iter_time"] for p in rows][-last:] if last else [p["iter_time"] for p in rows]
         if not times or not job.baseline_iter_s:
             return None
         per_job.append((statistics.mean(times), percentile(times, 99), job.baseline_iter_s))
@@ -262,12 +271,24 @@ def steady_state(metrics, last: int) -> dict[str, float] | None:
             "slowdown_p99": statistics.mean(p / b for _, p, b in per_job)}
 
 
-def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
-                  steady: int = STEADY_ITERATIONS) -> tuple[list[dict], str]:
+def base_of(cc: str) -> str | None:
+    """The base CC whose run of the same round an MLTCP variant's gain is over
+    ("mltcp-reno:slope=8" -> "reno"); None for a base CC."""
+    variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
+    return variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
+
+
+def finished_results(sweep: Sweep) -> list:
+    """(RunRef, RunMetrics) of every finished run of a scenario's sweep, read once for all tables."""
     results, _ = collect([r for r in sweep.refs() if sweep.finished(_entry(sweep, r))])
+    return results
+
+
+def scenario_rows(name: str, results: list, ccs: list[str],
+                  steady: int = STEADY_ITERATIONS) -> tuple[list[dict], str]:
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
-    tails = {(ref.label, ref.repetition): steady_state(m, steady) for ref, m in results}
+    tails = {(ref.label, ref.repetition): span_stats(m, last=steady) for ref, m in results}
     apart = {(ref.label, ref.repetition): separation(m) for ref, m in results}
     summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
     rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
@@ -290,8 +311,7 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
                "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
                "apart": [v for (label, _), v in apart.items() if label == cc and v is not None]}
-        variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
-        base = variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
+        base = base_of(cc)
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
             for (label, rep), v in per_run.items():
@@ -307,6 +327,47 @@ def scenario_rows(name: str, sweep: Sweep, ccs: list[str],
                     row.setdefault("steady_gain_p99", []).append(tb["p99_s"] / tv["p99_s"])
         rows.append(row)
     return rows, prediction
+
+
+DEFAULT_LENGTHS = (50, 100, 200)
+
+
+def length_rows(name: str, results: list, ccs: list[str], lengths) -> list[dict]:
+    """The 'by run length' table: each CC's slowdowns, and each MLTCP variant's gains over its
+    base (paired by round), over the first N iterations of every run (span_stats first=N) for
+    each N in `lengths` shorter than the runs, then over the whole run. One set of long runs so
+    shows how much of a short run's p99 gain is the iterations before the jobs separate."""
+    runs = {(ref.label, ref.repetition): m for ref, m in results}
+    fewest = min((job.n_iterations for m in runs.values() for job in m.jobs.values()), default=0)
+    spans = [*(n for n in sorted(set(lengths)) if n < fewest), None]  # None: the whole run
+    stats = {(key, n): span_stats(m, first=n) for key, m in runs.items() for n in spans}
+    rows = []
+    for cc in ccs:
+        reps = sorted(rep for label, rep in runs if label == cc)
+        if not reps:
+            continue
+        base = base_of(cc)
+        for n in spans:
+            own = [t for t in (stats[((cc, rep), n)] for rep in reps) if t]
+            row = {"scenario": name, "cc": cc, "runs": len(own), "iterations": n or fewest, "whole": n is None,
+                   "slowdown": [t["slowdown"] for t in own], "slowdown_p99": [t["slowdown_p99"] for t in own]}
+            if base:
+                pairs = [(b, v) for b, v in ((stats.get(((base, rep), n)), stats[((cc, rep), n)]) for rep in reps)
+                         if b and v]
+                row["gain_mean"] = [b["mean_s"] / v["mean_s"] for b, v in pairs]
+                row["gain_p99"] = [b["p99_s"] / v["p99_s"] for b, v in pairs]
+            rows.append(row)
+    return rows
+
+
+LENGTH_HEADERS = ["scenario", "cc", "runs", "iterations", "slowdown mean / p99", "gain mean / p99"]
+
+
+def format_length_row(row: dict) -> list[str]:
+    gains = "-" if row.get("gain_mean") is None else f"{_ci(row['gain_mean'])} / {_ci(row['gain_p99'])}"
+    span = f"{row['iterations']} (whole run)" if row["whole"] else f"first {row['iterations']}"
+    return [row["scenario"], row["cc"], str(row["runs"]), span,
+            f"{_ci(row['slowdown'])} / {_ci(row['slowdown_p99'])}", gains]
 
 
 def _entry(sweep: Sweep, ref) -> dict:
@@ -387,15 +448,19 @@ def format_row(row: dict) -> list[str]:
             _ci(row["rtos"]), _ci(row.get("steal", []))]
 
 
-def table(folder: Path, state: dict) -> tuple[str, dict]:
+def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict]:
+    """The bench's table (and, where the runs are longer than some of `lengths`, the table by
+    run length below it) and its keys for scripts."""
     from mn_harness.report.markdown import markdown_table
 
     rows: list[list[str]] = []
+    by_length: list[list[str]] = []
     keys: dict[str, object] = {}
     for name, info in state["scenarios"].items():
         if not info.get("sweep"):
             continue
-        scenario, _ = scenario_rows(name, load_sweep(info["sweep"]), state["ccs"])
+        results = finished_results(load_sweep(info["sweep"]))
+        scenario, _ = scenario_rows(name, results, state["ccs"])
         for row in scenario:
             rows.append(format_row(row))
             tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{row['cc']}")
@@ -406,7 +471,18 @@ def table(folder: Path, state: dict) -> tuple[str, dict]:
                     keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
             if row.get("apart"):
                 keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(apart_early(row["apart"]) / len(row["apart"]), 3)
-    return markdown_table(HEADERS, rows), keys
+        spans = length_rows(name, results, state["ccs"], lengths)
+        if any(not r["whole"] for r in spans):
+            by_length.extend(format_length_row(r) for r in spans)
+            for r in spans:
+                tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{r['cc']}")
+                if r.get("gain_p99") and not r["whole"]:
+                    keys[f"gain_p99_first{r['iterations']}_{tag}"] = round(sum(r["gain_p99"]) / len(r["gain_p99"]), 3)
+    text = markdown_table(HEADERS, rows)
+    if by_length:
+        text += "\n\nBy run length (each run's first N iterations, warm-up left out):\n\n" + \
+            markdown_table(LENGTH_HEADERS, by_length)
+    return text, keys
 
 
 def main() -> int:
@@ -428,6 +504,9 @@ def main() -> int:
     parser.add_argument("--out", default="results")
     parser.add_argument("--resume", metavar="DIR")
     parser.add_argument("--table", metavar="DIR", help="print the table of a bench folder, run nothing")
+    parser.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)),
+                        help="for runs longer than these: the table by run length over each run's first N "
+                             "iterations (default %(default)s; '' for none)")
     args = parser.parse_args()
 
     if args.table or args.resume:
@@ -458,7 +537,8 @@ def main() -> int:
         except KeyboardInterrupt:
             print(f"interrupted; continue with `bench/reproduce.py --resume {folder}`", file=sys.stderr)
             finished = False
-    text, keys = table(folder, state)
+    lengths = [int(n) for n in args.lengths.split(",") if n.strip()]
+    text, keys = table(folder, state, lengths)
     (folder / "reproduce.md").write_text(text + "\n")
     (folder / "reproduce-keys.json").write_text(json.dumps(keys, indent=1))
     print(text)
