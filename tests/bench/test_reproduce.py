@@ -1,7 +1,6 @@
-"""bench/reproduce.py's restart logic (no runs, no root): `--resume DIR --repeat N` adds the
-missing repetitions round-robin after the planned ones and keeps what already ran."""
-
-import pytest
+"""bench/reproduce.py (no runs, no root): its restart logic (`--resume DIR --repeat N` adds the
+missing repetitions round-robin after the planned ones and keeps what already ran) and its
+scenario suite."""
 
 from tests.helpers import bench_module
 
@@ -52,114 +51,8 @@ def test_every_suite_scenario_is_a_valid_experiment():
     assert not shallow.run.slow_start_after_idle
 
 
-def test_host_steal_column_reads_each_runs_summary_and_leaves_old_runs_out():
-    """The table's last column: the VM host's share of the cores' time over a CC's runs, from
-    summary.json cpu_load.steal_mean; runs recorded before it existed give no value, not 0."""
-    reproduce = bench_module("reproduce")
-    assert reproduce.host_steal({"cpu_load": {"steal_mean": 0.132}}) == 0.132
-    assert reproduce.host_steal({"cpu_load": {"busy_mean": 0.5}}) is None
-    assert reproduce.host_steal({}) is None
-    row = {"scenario": "2jobs", "cc": "reno", "runs": 2, "slowdown": [1.2, 1.3], "slowdown_p99": [1.5, 1.6],
-           "converged": None, "median_conv": None, "cassini": "-", "steady": [], "steady_p99": [],
-           "rtos": [0.0, 0.1], "steal": [0.10, 0.20]}
-    cells = reproduce.format_row(row)
-    assert len(cells) == len(reproduce.HEADERS) and reproduce.HEADERS[-1] == "host steal"
-    assert cells[-1].startswith("0.150 ± ")
-    assert reproduce.format_row({**row, "steal": []})[-1] == "-"
 
 
-def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_prediction():
-    """The CASSINI column comes from the summaries the table already read: runs without a
-    prediction (an old run, an error) are passed over, and the column is the mean over the jobs
-    that share a link of the best-shift and the aligned slowdown."""
-    from mn_harness.config import Experiment
-    from mn_harness.jobs.cassini import predict
-    from mn_harness.network.plan import NetworkPlan
-    reproduce = bench_module("reproduce")
-    exp = Experiment.from_dict(reproduce.scenario_raw("3jobs", [], 10))
-    pred = predict(exp, NetworkPlan(exp)).to_dict()
-    shared = [j for j in pred["jobs"].values() if j["links"]]
-    assert len(shared) == 3
-    best = sum(j["slowdown"] for j in shared) / 3
-    aligned = sum(j["aligned_slowdown"] for j in shared) / 3
-    assert aligned > best  # three compatible jobs: aligned phases cost, the best shifts do not
-    column = reproduce._prediction([{}, {"cassini": {"error": "x"}}, {"cassini": pred}])
-    assert column == f"{best:.2f} / {aligned:.2f}"
-    assert reproduce._prediction([{}, {"cassini": None}]) == "-"
 
 
-def test_apart_column_counts_runs_apart_by_iteration_10_and_the_relapses():
-    """The 'apart' column: runs whose jobs first stood apart by iteration 10 (of all runs, with
-    the Wilson interval), the median first iteration with never as later than any, and the
-    median relapses of the runs that did stand apart."""
-    from mn_harness.report.metrics import Separation
-    reproduce = bench_module("reproduce")
-    seps = [Separation(7, 0), Separation(11, 4), Separation(None, 0), Separation(3, 2)]
-    assert reproduce.apart_text(seps) == "2 of 4 [15–85]; first 9; relapses 2"
-    assert reproduce.apart_text([Separation(None, 0)] * 3) == "0 of 3 [0–56]; first never; relapses -"
-    assert reproduce.apart_text([]) == "-"
-
-
-def _run(times_by_job: dict[str, list[float]], baseline: float = 1.0, warmup: int = 2):
-    """RunMetrics with the given iteration times per job (the only fields span_stats reads)."""
-    from mn_harness.report.metrics import JobMetrics, RunMetrics
-    jobs = {name: JobMetrics(
-        job=name, cc=None, n_iterations=len(times), incomplete_iterations=0, missing_rows=0,
-        mean_iter_s=None, p50_iter_s=None, p99_iter_s=None, baseline_iter_s=baseline, baseline="ideal",
-        slowdown_mean=None, slowdown_p99=None, rivals=[], contended_iterations=0, overlap_mean=None,
-        convergence_iteration=None, warmup=warmup,
-        per_iteration=[{"iteration": i, "iter_time": t, "warmup": i < warmup} for i, t in enumerate(times)])
-        for name, times in times_by_job.items()}
-    return RunMetrics(jobs=jobs, links={}, missing_rows_total=0, convergence_threshold=0.1)
-
-
-def test_span_stats_first_n_is_what_a_run_of_n_iterations_would_have_measured():
-    """first=N keeps iterations warm-up..N-1 of each job (a job doing more iterations in the same
-    time keeps proportionally more), last=N the run's last N; p99 as the metrics compute it."""
-    from mn_harness.results.stats import percentile
-    reproduce = bench_module("reproduce")
-    a = [9.0, 9.0, 1.6, 1.4, 1.2] + [1.0] * 95
-    b = [9.0, 9.0, 1.3] + [1.1] * 197  # twice as many iterations in the same run
-    m = _run({"A": a, "B": b})
-    first10 = reproduce.span_stats(m, first=10)
-    assert first10["mean_s"] == pytest.approx((sum(a[2:10]) / 8 + sum(b[2:20]) / 18) / 2)
-    assert first10["p99_s"] == pytest.approx((percentile(a[2:10], 99) + percentile(b[2:20], 99)) / 2)
-    assert first10["slowdown_p99"] == pytest.approx(first10["p99_s"])  # baseline 1 s
-    whole = reproduce.span_stats(m, first=100)
-    assert whole["mean_s"] == pytest.approx((sum(a[2:]) / 98 + sum(b[2:]) / 198) / 2)
-    last = reproduce.span_stats(m, last=20)
-    assert last["p99_s"] == pytest.approx((1.0 + 1.1) / 2)
-    assert reproduce.span_stats(_run({"A": [1.0, 1.0]}), first=2) is None  # only warm-up: no value
-
-
-def test_length_rows_show_the_p99_gain_a_short_run_hides():
-    """A variant slow for 3 iterations after the warm-up, then 1.0 s, against a base at 1.5 s
-    with 1.6-s tails: over the first 20 iterations its p99 is a transient one, over 300 the
-    top 1% is the base's tail against the variant's steady state. Lengths not shorter than the
-    runs are left out; the whole run comes last; gains pair the runs of the same round."""
-    from mn_harness.report.aggregate import RunRef
-    from mn_harness.results.stats import percentile
-    reproduce = bench_module("reproduce")
-    n = 300
-    base = [1.5] * n
-    for i in range(5, n, 25):
-        base[i] = 1.6  # 12 tail iterations
-    variant = [1.6, 1.6, 1.6, 1.5, 1.4] + [1.0] * (n - 5)
-    results = [(RunRef("dctcp", rep, f"/b{rep}"), _run({"A": base, "B": base})) for rep in range(2)]
-    results += [(RunRef("mltcp-dctcp:slope=32", rep, f"/v{rep}"), _run({"A": variant, "B": variant}))
-                for rep in range(2)]
-    rows = reproduce.length_rows("s", results, ["dctcp", "mltcp-dctcp:slope=32"], [20, 100, 300, 500])
-    assert [(r["cc"], r["iterations"], r["whole"]) for r in rows] == [
-        ("dctcp", 20, False), ("dctcp", 100, False), ("dctcp", 300, True),
-        ("mltcp-dctcp:slope=32", 20, False), ("mltcp-dctcp:slope=32", 100, False),
-        ("mltcp-dctcp:slope=32", 300, True)]
-    assert "gain_mean" not in rows[0]
-    short, whole = rows[3], rows[5]
-    assert short["runs"] == 2 and len(short["gain_p99"]) == 2
-    assert short["gain_p99"][0] < 1.2 < 1.5 < whole["gain_p99"][0]
-    assert whole["gain_p99"][0] == pytest.approx(percentile(base[2:], 99) / percentile(variant[2:], 99))
-    assert whole["gain_mean"][0] == pytest.approx((sum(base[2:]) / 298) / (sum(variant[2:]) / 298))
-    cells = reproduce.format_length_row(whole)
-    assert len(cells) == len(reproduce.LENGTH_HEADERS) and cells[3] == "300 (whole run)"
-    assert reproduce.format_length_row(rows[0])[-1] == "-"
 

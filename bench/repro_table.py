@@ -1,0 +1,271 @@
+"""bench/reproduce.py's table: per scenario and CC the slowdowns, each MLTCP variant's gains over
+its base CC paired by round, convergence and separation, CASSINI's prediction, the last 20
+iterations, timeouts and the VM host's steal, each with its 95% CI; and, for runs longer than
+some N, the same slowdowns and gains over each run's first N iterations (docs/reproduction.md
+says what every column means). Reads finished runs only; runs nothing and needs no root."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+from mn_harness.cc.spec import CCSpec
+from mn_harness.network.tcp_counters import timeouts_per_iteration
+from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics
+from mn_harness.report.metrics import separation
+from mn_harness.results.stats import mean_ci95, median_with_never, percentile, wilson_ci95
+from mn_harness.sweep import Sweep, load_sweep
+
+
+def _ci(values: list[float]) -> str:
+    if not values:
+        return "-"
+    m, _, h = mean_ci95(values)
+    return f"{m:.3f}" + ("" if h is None else f" ± {h:.3f}")
+
+
+STEADY_ITERATIONS = 20
+
+
+def span_stats(metrics, *, last: int | None = None, first: int | None = None) -> dict[str, float] | None:
+    """One run's statistics over a span of every job's iterations, warm-up left out: the mean
+    over jobs of their mean and p99 iteration time, in seconds and over the baseline.
+
+    Neither: the whole run. last=N: the run's last N iterations, where interleaving, if it
+    comes, has come (the whole-run columns mix the iterations before convergence with those
+    after). first=N: the iterations before N of the job that did the fewest (the others in
+    proportion: the same stretch of time): what a run of N iterations would have measured.
+    A p99 is a tail only with enough samples: over 48 iterations it falls between the two
+    largest, so a short run's p99 is its slowest iteration and says how the run began."""
+    fewest = min((job.n_iterations for job in metrics.jobs.values()), default=0)
+    per_job = []
+    for job in metrics.jobs.values():
+        rows = [p for p in job.per_iteration if p["iter_time"] is not None and not p.get("warmup")]
+        if first is not None:
+            rows = [p for p in rows if p["iteration"] < round(first * job.n_iterations / fewest)]
+        times = [p["iter_time"] for p in rows][-last:] if last else [p["iter_time"] for p in rows]
+        if not times or not job.baseline_iter_s:
+            return None
+        per_job.append((statistics.mean(times), percentile(times, 99), job.baseline_iter_s))
+    if not per_job:
+        return None
+    return {"mean_s": statistics.mean(m for m, _, _ in per_job),
+            "p99_s": statistics.mean(p for _, p, _ in per_job),
+            "slowdown": statistics.mean(m / b for m, _, b in per_job),
+            "slowdown_p99": statistics.mean(p / b for _, p, b in per_job)}
+
+
+def base_of(cc: str) -> str | None:
+    """The base CC whose run of the same round an MLTCP variant's gain is over
+    ("mltcp-reno:slope=8" -> "reno"); None for a base CC."""
+    variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
+    return variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
+
+
+def finished_results(sweep: Sweep) -> list:
+    """(RunRef, RunMetrics) of every finished run of a scenario's sweep, read once for all tables."""
+    results, _ = collect([r for r in sweep.refs() if sweep.finished(_entry(sweep, r))])
+    return results
+
+
+def scenario_rows(name: str, results: list, ccs: list[str],
+                  steady: int = STEADY_ITERATIONS) -> tuple[list[dict], str]:
+    agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
+    per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
+    tails = {(ref.label, ref.repetition): span_stats(m, last=steady) for ref, m in results}
+    apart = {(ref.label, ref.repetition): separation(m) for ref, m in results}
+    summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
+    rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
+    steal = {key: host_steal(summary) for key, summary in summaries.items()}
+    prediction = _prediction(summaries.values())
+    rows = []
+    for cc in ccs:
+        runs = [v for (label, _), v in per_run.items() if label == cc]
+        if not runs:
+            continue
+        conv, frac = agg.get((cc, "convergence_iteration")), agg.get((cc, "converged"))
+        row = {"scenario": name, "cc": cc, "runs": len(runs),
+               "slowdown": [v[(ALL_SCOPE, "slowdown_mean")] for v in runs if v[(ALL_SCOPE, "slowdown_mean")]],
+               "slowdown_p99": [v[(ALL_SCOPE, "slowdown_p99")] for v in runs if v[(ALL_SCOPE, "slowdown_p99")]],
+               "converged": None if frac is None or frac.mean is None else (frac.mean, frac.n, frac.interval),
+               "median_conv": None if conv is None or not conv.of else conv.median,
+               "cassini": prediction,
+               "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
+               "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t],
+               "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
+               "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
+               "apart": [v for (label, _), v in apart.items() if label == cc and v is not None]}
+        base = base_of(cc)
+        if base:
+            row["gain_mean"], row["gain_p99"] = [], []
+            for (label, rep), v in per_run.items():
+                b = per_run.get((base, rep))
+                if label != cc or b is None:
+                    continue
+                for key, metric in (("gain_mean", "mean_iter_s"), ("gain_p99", "p99_iter_s")):
+                    if b[(ALL_SCOPE, metric)] and v[(ALL_SCOPE, metric)]:
+                        row[key].append(b[(ALL_SCOPE, metric)] / v[(ALL_SCOPE, metric)])
+                tb, tv = tails.get((base, rep)), tails.get((label, rep))
+                if tb and tv:
+                    row.setdefault("steady_gain", []).append(tb["mean_s"] / tv["mean_s"])
+                    row.setdefault("steady_gain_p99", []).append(tb["p99_s"] / tv["p99_s"])
+        rows.append(row)
+    return rows, prediction
+
+
+DEFAULT_LENGTHS = (50, 100, 200)
+
+
+def length_rows(name: str, results: list, ccs: list[str], lengths) -> list[dict]:
+    """The 'by run length' table: each CC's slowdowns, and each MLTCP variant's gains over its
+    base (paired by round), over the first N iterations of every run (span_stats first=N) for
+    each N in `lengths` shorter than the runs, then over the whole run. One set of long runs so
+    shows how much of a short run's p99 gain is the iterations before the jobs separate."""
+    runs = {(ref.label, ref.repetition): m for ref, m in results}
+    fewest = min((job.n_iterations for m in runs.values() for job in m.jobs.values()), default=0)
+    spans = [*(n for n in sorted(set(lengths)) if n < fewest), None]  # None: the whole run
+    stats = {(key, n): span_stats(m, first=n) for key, m in runs.items() for n in spans}
+    rows = []
+    for cc in ccs:
+        reps = sorted(rep for label, rep in runs if label == cc)
+        if not reps:
+            continue
+        base = base_of(cc)
+        for n in spans:
+            own = [t for t in (stats[((cc, rep), n)] for rep in reps) if t]
+            row = {"scenario": name, "cc": cc, "runs": len(own), "iterations": n or fewest, "whole": n is None,
+                   "slowdown": [t["slowdown"] for t in own], "slowdown_p99": [t["slowdown_p99"] for t in own]}
+            if base:
+                pairs = [(b, v) for b, v in ((stats.get(((base, rep), n)), stats[((cc, rep), n)]) for rep in reps)
+                         if b and v]
+                row["gain_mean"] = [b["mean_s"] / v["mean_s"] for b, v in pairs]
+                row["gain_p99"] = [b["p99_s"] / v["p99_s"] for b, v in pairs]
+            rows.append(row)
+    return rows
+
+
+LENGTH_HEADERS = ["scenario", "cc", "runs", "iterations", "slowdown mean / p99", "gain mean / p99"]
+
+
+def format_length_row(row: dict) -> list[str]:
+    gains = "-" if row.get("gain_mean") is None else f"{_ci(row['gain_mean'])} / {_ci(row['gain_p99'])}"
+    span = f"{row['iterations']} (whole run)" if row["whole"] else f"first {row['iterations']}"
+    return [row["scenario"], row["cc"], str(row["runs"]), span,
+            f"{_ci(row['slowdown'])} / {_ci(row['slowdown_p99'])}", gains]
+
+
+def _entry(sweep: Sweep, ref) -> dict:
+    return next(e for e in sweep.runs if e["results_dir"] == ref[2])
+
+
+def _summary(results_dir) -> dict:
+    try:
+        return json.loads((Path(results_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def host_steal(summary: dict) -> float | None:
+    """The share of the cores' time the VM's host took during the run (summary.json
+    cpu_load.steal_mean; None for runs recorded before 3 December 2026). On the project's VM
+    it lengthens phases that nothing else slows (docs/troubleshooting.md#the-vms-host-took-its-cpu),
+    so a set of runs says how much of its noise was the host's."""
+    value = (summary.get("cpu_load") or {}).get("steal_mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _prediction(summaries) -> str:
+    """CASSINI's predicted slowdown (best shifts / phases aligned), averaged over the jobs that
+    share a link, from the first run's summary that has one: every run of a scenario carries
+    the same prediction, since it depends on the config only."""
+    for summary in summaries:
+        pred = summary.get("cassini") or {}
+        jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
+        if jobs:
+            best = sum(j["slowdown"] for j in jobs) / len(jobs)
+            aligned = sum(j["aligned_slowdown"] for j in jobs) / len(jobs)
+            return f"{best:.2f} / {aligned:.2f}"
+    return "-"
+
+
+APART_WITHIN = 10  # the target's "interleaved within 10 iterations" (in >= 80% of runs)
+
+
+def apart_early(seps: list) -> int:
+    """How many runs' jobs first stood apart by iteration APART_WITHIN."""
+    return sum(1 for s in seps if s.first is not None and s.first <= APART_WITHIN)
+
+
+def apart_text(seps: list) -> str:
+    """The 'apart' column: the runs whose jobs first stood apart (no job above the convergence
+    threshold's overlap, report.metrics.separation) by iteration APART_WITHIN, with the Wilson
+    95% interval; the median first-apart iteration over all runs (a run never apart counting
+    as later than any); the median number of later iterations in which they fell back."""
+    if not seps:
+        return "-"
+    early = apart_early(seps)
+    lo, hi = wilson_ci95(early, len(seps))
+    first = median_with_never([s.first for s in seps])
+    apart = [s.relapses for s in seps if s.first is not None]
+    relapses = "-" if not apart else f"{statistics.median(apart):g}"
+    return (f"{early} of {len(seps)} [{lo * 100:.0f}–{hi * 100:.0f}]; first "
+            f"{'never' if first is None else f'{first:g}'}; relapses {relapses}")
+
+
+HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
+           "converged", "median conv. iter", f"apart by {APART_WITHIN}; first; relapses", "CASSINI best / aligned",
+           f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99",
+           "RTOs / iteration", "host steal"]
+
+
+def format_row(row: dict) -> list[str]:
+    conv = row["converged"]
+    conv_text = "-" if conv is None else \
+        f"{conv[0] * 100:.0f}% of {conv[1]} [{conv[2][0] * 100:.0f}–{conv[2][1] * 100:.0f}]"
+    median = row["median_conv"]
+    med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
+    return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
+            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text,
+            apart_text(row.get("apart", [])), row["cassini"],
+            f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
+            "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}",
+            _ci(row["rtos"]), _ci(row.get("steal", []))]
+
+
+def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict]:
+    """The bench's table (and, where the runs are longer than some of `lengths`, the table by
+    run length below it) and its keys for scripts."""
+    from mn_harness.report.markdown import markdown_table
+
+    rows: list[list[str]] = []
+    by_length: list[list[str]] = []
+    keys: dict[str, object] = {}
+    for name, info in state["scenarios"].items():
+        if not info.get("sweep"):
+            continue
+        results = finished_results(load_sweep(info["sweep"]))
+        scenario, _ = scenario_rows(name, results, state["ccs"])
+        for row in scenario:
+            rows.append(format_row(row))
+            tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{row['cc']}")
+            if row["slowdown"]:
+                keys[f"slowdown_{tag}"] = round(sum(row["slowdown"]) / len(row["slowdown"]), 3)
+            for key in ("gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
+                if row.get(key):
+                    keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
+            if row.get("apart"):
+                keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(apart_early(row["apart"]) / len(row["apart"]), 3)
+        spans = length_rows(name, results, state["ccs"], lengths)
+        if any(not r["whole"] for r in spans):
+            by_length.extend(format_length_row(r) for r in spans)
+            for r in spans:
+                tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{r['cc']}")
+                if r.get("gain_p99") and not r["whole"]:
+                    keys[f"gain_p99_first{r['iterations']}_{tag}"] = round(sum(r["gain_p99"]) / len(r["gain_p99"]), 3)
+    text = markdown_table(HEADERS, rows)
+    if by_length:
+        text += "\n\nBy run length (each run's first N iterations, warm-up left out):\n\n" + \
+            markdown_table(LENGTH_HEADERS, by_length)
+    return text, keys
