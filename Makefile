@@ -1,9 +1,11 @@
-# The README's two commands: `sudo make demo` (reno against mltcp-reno on the MLTCP demo; with
-# EXPERIMENT=<file>, one run of that file) and `sudo make test`.
+# The README's two commands: `sudo make demo` (dctcp against MLTCP-DCTCP on the MLTCP demo, four
+# jobs started together, DEMO_REPEAT rounds with 95% CIs; with EXPERIMENT=<file>, one run of
+# that file) and `sudo make test`.
 # Both run scripts/setup.sh first, which installs whatever is missing on a fresh machine.
 VENV := .venv
-DEMO ?= topologies/dumbbell-2jobs-ssai.yaml
-DEMO_CCS ?= reno,mltcp-reno
+DEMO ?= topologies/dumbbell-4jobs-ecn.yaml
+DEMO_CCS ?= dctcp,mltcp-dctcp:slope=32:restart=on
+DEMO_REPEAT ?= 3
 PYTEST_ARGS ?= -ra
 EXTRAS ?=
 
@@ -16,7 +18,7 @@ demo: setup
 ifdef EXPERIMENT
 	$(VENV)/bin/mn-harness run $(EXPERIMENT)
 else
-	$(VENV)/bin/mn-harness compare $(DEMO) --cc $(DEMO_CCS)
+	$(VENV)/bin/mn-harness compare $(DEMO) --cc $(DEMO_CCS) --repeat $(DEMO_REPEAT)
 endif
 
 test: setup

@@ -116,10 +116,8 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # ... at half the packet rate, the same in time: every link 500 Mbit/s, half the bytes, and
     # the buffer and marking threshold halved in packets (the same milliseconds). The emulation
     # needs half the CPU, so a VM whose host takes some of it keeps more headroom
-    # (docs/troubleshooting.md#the-vms-host-took-its-cpu)
-    "4jobs-ecn-sync-q400-500m": ("compatible-4jobs.yaml", [
-        *_jobs(4, "700ms", together=True), ("link_defaults.bw", "500Mbit"), ("links[0].ecn_threshold", 10),
-        ("links[0].queue", 200), *[(f"jobs[{i}].bytes_per_iteration", "9.375MB") for i in range(4)]]),
+    # (docs/troubleshooting.md#the-vms-host-took-its-cpu). The demo file, what `make demo` runs
+    "4jobs-ecn-sync-q400-500m": ("dumbbell-4jobs-ecn.yaml", []),
     "3jobs-racks-ecn": ("compatible-3jobs-racks.yaml", [("switches", [{"name": s, "ecn_threshold": 20}
                                                                       for s in ("s1", "s2")])]),
     "stragglers": ("stragglers-3jobs.yaml", []),

@@ -56,3 +56,29 @@ def test_every_suite_scenario_is_a_valid_experiment():
 
 
 
+
+def test_the_demo_is_the_bench_scenario_of_four_ecn_jobs_in_time_at_half_the_packet_rate():
+    """`make demo` runs the bench's 4jobs-ecn-sync-q400-500m file, and that scenario is
+    4jobs-ecn-sync-q400 at half the rate: the same ideal iteration, buffer and marking
+    threshold in time, so the two rates measure one scenario."""
+    import re
+
+    from mn_harness.config import Experiment
+    from mn_harness.jobs.ideal import ideal_iteration_s
+    from mn_harness.network.plan import NetworkPlan
+    from tests.helpers import ROOT
+    reproduce = bench_module("reproduce")
+    demo = re.search(r"^DEMO \?= topologies/(\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert demo and reproduce.SUITE["4jobs-ecn-sync-q400-500m"] == (demo.group(1), [])
+    half, full = (Experiment.from_dict(reproduce.scenario_raw(n, [], 10))
+                  for n in ("4jobs-ecn-sync-q400-500m", "4jobs-ecn-sync-q400"))
+
+    def in_time(exp):
+        plan = NetworkPlan(exp)
+        periods = [round(ideal_iteration_s(job, plan)[0], 6) for job in exp.jobs]
+        neck = next(link for link in exp.links if {link.a, link.b} == {"s1", "s2"})
+        in_ns = [round(packets / neck.bw_bps * 1e9, 3) for packets in (neck.queue_packets, neck.ecn_threshold.packets)]
+        return periods, [(j.compute_s, j.start_offset_s) for j in exp.jobs], in_ns
+
+    assert in_time(half) == in_time(full)
+    assert {j.start_offset_s for j in half.jobs} == {0.0}
