@@ -13,7 +13,10 @@ any); CASSINI's prediction (mean over jobs, best shifts / phases aligned); and t
 and gains over each run's last STEADY_ITERATIONS iterations ("last 20"), where interleaving, if
 it comes, has come: over a whole run the p99 is set by the iterations before convergence; and
 the retransmission timeouts the kernel counted in the jobs' hosts per job iteration
-(summary.json tcp_counters; a phase that waits for one sets a p99).
+(summary.json tcp_counters; a phase that waits for one sets a p99). For runs longer than some N
+of `--lengths`, a second table gives the slowdowns and gains over each run's first N iterations:
+over 48 iterations a p99 is the slowest one, so long runs show the tail a training job sees.
+The table is computed in bench/repro_table.py.
 
 Restartable: the bench's folder holds one `mn_harness.sweep` folder per scenario (plan.json,
 runs/) and `reproduce.json`; `--resume DIR` runs only what is missing (a run that was cut off is
@@ -30,7 +33,8 @@ one-string form): each variant's gain is over its base CC's run of the same roun
 Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
            [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
        sudo .venv/bin/python bench/reproduce.py --resume results/reproduce-<stamp> [--repeat 8]
-       .venv/bin/python bench/reproduce.py --table results/reproduce-<stamp>   (no runs, no root)"""
+       .venv/bin/python bench/reproduce.py --table results/reproduce-<stamp> [--lengths 50,100,200]
+           (no runs, no root)"""
 
 from __future__ import annotations
 
