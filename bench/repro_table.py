@@ -234,6 +234,15 @@ def format_row(row: dict) -> list[str]:
             _ci(row["rtos"]), _ci(row.get("steal", []))]
 
 
+def _key(metric: str, scenario: str, cc: str) -> str:
+    """A key of the closing key=value line: "gain_p99_4jobs_ecn_sync_q400_mltcp_dctcp_slope_32"."""
+    return re.sub(r"[^A-Za-z0-9.]+", "_", f"{metric}_{scenario}_{cc}")
+
+
+def _mean3(values: list[float]) -> float:
+    return round(statistics.mean(values), 3)
+
+
 def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict]:
     """The bench's table (and, where the runs are longer than some of `lengths`, the table by
     run length below it) and its keys for scripts."""
@@ -249,21 +258,18 @@ def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict
         scenario, _ = scenario_rows(name, results, state["ccs"])
         for row in scenario:
             rows.append(format_row(row))
-            tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{row['cc']}")
-            if row["slowdown"]:
-                keys[f"slowdown_{tag}"] = round(sum(row["slowdown"]) / len(row["slowdown"]), 3)
-            for key in ("gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
+            for key in ("slowdown", "gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
                 if row.get(key):
-                    keys[f"{key}_{tag}"] = round(sum(row[key]) / len(row[key]), 3)
+                    keys[_key(key, name, row["cc"])] = _mean3(row[key])
             if row.get("apart"):
-                keys[f"apart_by_{APART_WITHIN}_{tag}"] = round(apart_early(row["apart"]) / len(row["apart"]), 3)
+                keys[_key(f"apart_by_{APART_WITHIN}", name, row["cc"])] = \
+                    round(apart_early(row["apart"]) / len(row["apart"]), 3)
         spans = length_rows(name, results, state["ccs"], lengths)
         if any(not r["whole"] for r in spans):
             by_length.extend(format_length_row(r) for r in spans)
             for r in spans:
-                tag = re.sub(r"[^A-Za-z0-9.]+", "_", f"{name}_{r['cc']}")
                 if r.get("gain_p99") and not r["whole"]:
-                    keys[f"gain_p99_first{r['iterations']}_{tag}"] = round(sum(r["gain_p99"]) / len(r["gain_p99"]), 3)
+                    keys[_key(f"gain_p99_first{r['iterations']}", name, r["cc"])] = _mean3(r["gain_p99"])
     text = markdown_table(HEADERS, rows)
     if by_length:
         text += "\n\nBy run length (each run's first N iterations, warm-up left out):\n\n" + \
