@@ -51,12 +51,6 @@ def test_every_suite_scenario_is_a_valid_experiment():
     assert not shallow.run.slow_start_after_idle
 
 
-
-
-
-
-
-
 def test_the_demo_is_the_bench_scenario_of_four_ecn_jobs_in_time_at_half_the_packet_rate():
     """`make demo` runs the bench's 4jobs-ecn-sync-q400-500m file, and that scenario is
     4jobs-ecn-sync-q400 at half the rate: the same ideal iteration, buffer and marking
