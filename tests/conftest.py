@@ -7,14 +7,17 @@ tests must run (CI with the toolchain bundle: `.ci/run` sets MN_HARNESS_REQUIRE_
 bmv2-marked test that would be skipped - for any reason: no toolchain, not root, a skipif or a
 pytest.skip() inside it - fails instead, with the reason, so a machine that lost BMv2 cannot
 pass CI by skipping. The `topologies` fixture finds the shipped topology files from any test
-directory.
+directory; `unprivileged_python` runs Python as user nobody wherever the checkout lives.
 
 SIGTERM (`timeout`, `kill`) is turned into KeyboardInterrupt, as Ctrl-C is, so an interrupted
 real-run test still runs its `finally` blocks and fixture teardowns: namespaces, egress
 programs and BPF congestion controls are removed, not left behind."""
 
 import os
+import shutil
 import signal
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,24 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "state"
     monkeypatch.setenv(STATE_DIR_ENV, str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def unprivileged_python() -> Iterator[Callable[..., list[str]]]:
+    """argv for `python ARGS` as an unprivileged user with mn_harness importable: as root, user
+    nobody from a world-readable copy (tests/unprivileged.py), as anyone else, this interpreter
+    as that user. Skips with the reason where nobody cannot run Python at all."""
+    if os.geteuid() != 0:
+        yield lambda *args: [sys.executable, *args]
+        return
+    from tests import unprivileged
+
+    reason = unprivileged.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    root = unprivileged.temporary_root()
+    try:
+        install = unprivileged.make_install(root)
+        yield install.argv
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

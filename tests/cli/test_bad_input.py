@@ -1,15 +1,17 @@
 """The CLI's promise for bad input, over the corpus in tests/cli/bad_inputs.py: exit 2, exactly
 one line on stderr naming the file, YAML path or option, no traceback, no control character —
 for validate, run, compare, report and clean, without root (as user nobody when the tests run
-as root), so every refusal comes before anything that needs root, i.e. before any network."""
+as root, from a copy of the package nobody can read: tests/unprivileged.py), so every refusal
+comes before anything that needs root, i.e. before any network."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,14 +19,11 @@ import pytest
 from tests.cli.bad_inputs import CASES, Case
 from tests.helpers import ROOT
 
-NOBODY = 65534
 
-
-def cli_argv(argv: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "mn_harness.cli", *argv]
-    if os.geteuid() == 0:
-        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
-    return cmd
+@pytest.fixture(scope="module")
+def cli_argv(unprivileged_python) -> Callable[[list[str]], list[str]]:
+    """argv of `mn-harness ARGV` without root."""
+    return lambda argv: unprivileged_python("-m", "mn_harness.cli", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +46,7 @@ def test_the_corpus_is_large_and_ids_are_unique():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_bad_input_is_one_line_and_exit_2(case: Case, world_dir: Path):
+def test_bad_input_is_one_line_and_exit_2(case: Case, world_dir: Path, cli_argv):
     work = Path(tempfile.mkdtemp(dir=world_dir))
     work.chmod(0o755)
     argv, expect = case.make(work)
@@ -74,19 +73,31 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, world_dir: Path):
     assert expect in lines[0], f"{expect!r} not named in {lines[0]!r}"
 
 
-def test_validate_into_a_closed_pipe_is_quiet():
+@pytest.fixture
+def demo_dir(world_dir: Path) -> Path:
+    """A world-readable folder holding topologies/dumbbell-2jobs.yaml."""
+    work = Path(tempfile.mkdtemp(dir=world_dir))
+    (work / "topologies").mkdir()
+    shutil.copy(ROOT / "topologies/dumbbell-2jobs.yaml", work / "topologies")
+    for path in (work, work / "topologies"):
+        path.chmod(0o755)
+    (work / "topologies/dumbbell-2jobs.yaml").chmod(0o644)
+    return work
+
+
+def test_validate_into_a_closed_pipe_is_quiet(cli_argv, demo_dir):
     """`mn-harness validate x.yaml | head -1`: the reader left; no BrokenPipeError traceback."""
     reader, writer = os.pipe()
     os.close(reader)
     try:
         proc = subprocess.run(cli_argv(["validate", "topologies/dumbbell-2jobs.yaml"]), stdout=writer,
-                              stderr=subprocess.PIPE, cwd=ROOT, timeout=60, text=True)
+                              stderr=subprocess.PIPE, cwd=demo_dir, timeout=60, text=True)
     finally:
         os.close(writer)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
-def test_validate_piped_into_head():
-    proc = subprocess.run(["sh", "-c", " ".join(cli_argv(["validate", "topologies/dumbbell-2jobs.yaml"]))
-                           + " | head -1"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+def test_validate_piped_into_head(cli_argv, demo_dir):
+    proc = subprocess.run(["sh", "-c", shlex.join(cli_argv(["validate", "topologies/dumbbell-2jobs.yaml"]))
+                           + " | head -1"], capture_output=True, text=True, cwd=demo_dir, timeout=60)
     assert proc.stdout.startswith("topologies/dumbbell-2jobs.yaml: ok") and proc.stderr == "", proc.stderr

@@ -1,17 +1,17 @@
 """The CLI's contract: one line and exit 2 for bad input, no traceback; sudo hint when not root."""
 
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from tests.helpers import ROOT
+from tests.unprivileged import temporary_root
 
 
-def cli(*args, user=None):
+def cli(*args):
     cmd = [sys.executable, "-m", "mn_harness.cli", *args]
-    if user:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]  # numeric ids
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
@@ -43,10 +43,15 @@ def test_cc_override_is_validated():
 
 
 @pytest.mark.root
-def test_not_root_gets_sudo_hint():
-    out = cli("run", "topologies/dumbbell-2jobs.yaml", user=65534)
-    if "Permission denied" in out.stderr or "ModuleNotFoundError" in out.stderr:
-        pytest.skip("the checkout is not readable by user nobody")
+def test_not_root_gets_sudo_hint(unprivileged_python):
+    work = temporary_root()  # pytest's tmp_path is private to root
+    try:
+        shutil.copy(ROOT / "topologies/dumbbell-2jobs.yaml", work / "demo.yaml")
+        (work / "demo.yaml").chmod(0o644)
+        out = subprocess.run(unprivileged_python("-m", "mn_harness.cli", "run", "demo.yaml"),
+                             capture_output=True, text=True, cwd=work, timeout=60)
+    finally:
+        shutil.rmtree(work)
     assert out.returncode == 2
     assert "run it with sudo" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
