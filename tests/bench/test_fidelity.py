@@ -105,7 +105,21 @@ def test_a_bbr_run_lasts_several_of_bbrs_min_rtt_windows():
     assert 55 <= demo <= 62
     for scenario in ("three_jobs", "heavy", "three_slack"):
         n = fidelity.iterations_for(scenario, "bbr")
-        exp = fidelity.experiment(scenario, "bbr", "real", n)
+        exp = fidelity.experiment(scenario, "bbr", "synthetic", n)
         period = max(fidelity.ideal_iteration_s(j, fidelity.NetworkPlan(exp))[0] for j in exp.jobs)
         assert n * period >= 30.0 and (n - 1) * period < 30.0 or n == fidelity.ITERATIONS.get(scenario, 20)
     assert fidelity.iterations_for("demo", "bbr", 7) == 7
+
+
+@pytest.mark.torch
+def test_the_real_traffic_has_the_synthetic_ideal_iteration():
+    """iterations_for sizes a run by the synthetic traffic's ideal iteration, which must be the
+    real (gloo) traffic's too."""
+    fidelity = bench_module("fidelity")
+    for scenario in fidelity.SCENARIOS:
+        ideal = {}
+        for mode in ("synthetic", "real"):
+            exp = fidelity.experiment(scenario, "bbr", mode, 5)
+            plan = fidelity.NetworkPlan(exp)
+            ideal[mode] = [fidelity.ideal_iteration_s(j, plan)[0] for j in exp.jobs]
+        assert ideal["real"] == pytest.approx(ideal["synthetic"]), scenario
