@@ -37,6 +37,7 @@ case "${1:-}" in
 up)
   root=${2:-$(mktemp -d /var/tmp/fresh-root.XXXXXX)}
   trap 'down "$root"' ERR
+  chmod 755 "$root"  # it becomes /: mktemp made it private
   command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null; }
   src=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
   log=$(mktemp /tmp/fresh-root-debootstrap.XXXXXX.log)
