@@ -26,19 +26,24 @@ NOBODY = 65534
 DISTRIBUTION = "mn-harness"
 
 
-def readable_by_all(path: str | Path) -> bool:
-    """Whether any user may read `path` (a file) or list it (a folder): every folder above it
-    searchable by others, and the path itself readable by others. Symbolic links resolved."""
+def blocked_at(path: str | Path) -> Path | None:
+    """Where any user's access to `path` stops, or None: the first folder above it others
+    cannot search, or the path itself when others cannot read it (or list it, a folder).
+    Symbolic links resolved."""
     real = Path(os.path.realpath(path))
     try:
         for folder in [*reversed(real.parents)]:
             if not folder.stat().st_mode & stat.S_IXOTH:
-                return False
+                return folder
         mode = real.stat().st_mode
     except OSError:
-        return False
+        return real
     wanted = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
-    return mode & wanted == wanted
+    return None if mode & wanted == wanted else real
+
+
+def readable_by_all(path: str | Path) -> bool:
+    return blocked_at(path) is None
 
 
 def _runtime_requirements(name: str) -> list[str]:
@@ -98,8 +103,10 @@ def unavailable_reason() -> str | None:
     if shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed: cannot run the CLI as user nobody"
     base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-    if not readable_by_all(base) or not os.stat(base).st_mode & stat.S_IXOTH:
-        return f"the interpreter {base} is not executable by user nobody"
+    blocked = blocked_at(base)
+    if blocked is not None or not os.stat(base).st_mode & stat.S_IXOTH:
+        where = f" ({blocked} is closed to other users)" if blocked is not None and blocked != Path(base) else ""
+        return f"the interpreter {base} is not executable by user nobody{where}"
     return None
 
 
