@@ -115,7 +115,17 @@ class BpfMap:
     """An open map (by id); lookups and updates of fixed-size keys and values."""
 
     def __init__(self, map_id: int):
-        self.fd = bpf(BPF_MAP_GET_FD_BY_ID, _attr("<I", map_id))
+        self._open(bpf(BPF_MAP_GET_FD_BY_ID, _attr("<I", map_id)))
+
+    @classmethod
+    def from_fd(cls, fd: int) -> BpfMap:
+        """The map behind an fd this process holds (closed by close())."""
+        self = cls.__new__(cls)
+        self._open(fd)
+        return self
+
+    def _open(self, fd: int) -> None:
+        self.fd = fd
         raw = _info(self.fd, 64)
         typ, mid, key_size, value_size, max_entries = struct.unpack_from("<IIIII", raw, 0)
         self.info = MapInfo(mid, typ, key_size, value_size, max_entries, _name(raw[24:40]))
@@ -177,3 +187,35 @@ class BpfMap:
             bpf(BPF_MAP_UPDATE_ELEM, attr)
             _ = kbuf
         return write
+
+
+BPF_OBJ_GET = 7
+BPF_PROG_TEST_RUN = 10
+BPF_RAW_TRACEPOINT_OPEN = 17
+
+
+def obj_get(path: str) -> int:
+    """An fd of the program or map pinned at `path` (a BPF file system, possibly another mount
+    namespace's, reached through /proc/<pid>/root)."""
+    name = ctypes.create_string_buffer(path.encode())
+    fd = bpf(BPF_OBJ_GET, _attr("<QII", ctypes.addressof(name), 0, 0))
+    return fd
+
+
+def prog_id(fd: int) -> int:
+    """The kernel's id of the program behind `fd` (bpf_prog_info.id)."""
+    return int(struct.unpack_from("<I", _info(fd, 96), 4)[0])
+
+
+def raw_tracepoint_open(prog_fd: int) -> int:
+    """Attach a BTF-typed tracing program (tp_btf) to the tracepoint it was loaded for; the
+    attachment lasts as long as the returned fd (closing it, or this process ending, detaches)."""
+    return bpf(BPF_RAW_TRACEPOINT_OPEN, _attr("<QI", 0, prog_fd))
+
+
+def prog_test_run(prog_fd: int, ctx: bytes) -> int:
+    """Run a program once on `ctx` (BPF_PROG_TEST_RUN, e.g. a syscall program); its return value."""
+    buf = ctypes.create_string_buffer(ctx, len(ctx))
+    attr = _attr("<IIIIQQIIIIQQ", prog_fd, 0, 0, 0, 0, 0, 0, 0, len(ctx), 0, ctypes.addressof(buf), 0)
+    bpf(BPF_PROG_TEST_RUN, attr)
+    return int(struct.unpack_from("<I", attr, 4)[0])
