@@ -17,7 +17,9 @@ own load, or the host taking the CPU.
 `cpu_load`: {"cores", "interval_s", "samples", "busy_mean" (share of all cores' time not idle),
 "saturated_share" (share of intervals in which the cores were at least SATURATED busy),
 "steal_mean" (share of all cores' time the hypervisor took)}; the timeline, one row per
-interval with times since T0 like the other CSVs, is cpu.csv."""
+interval with times since T0 like the other CSVs, is cpu.csv. Every read also keeps each
+core's times and the run queue (procs_running), from which mn_harness.fidelity.host judges the
+host invariant."""
 
 from __future__ import annotations
 
@@ -43,15 +45,48 @@ class CpuTimes(NamedTuple):
     steal: int  # the hypervisor ran something else while a core wanted to run (0 off a VM)
 
 
-def read_times(path: str = STAT) -> CpuTimes:
-    """The first line of /proc/stat: user nice system idle iowait irq softirq steal (guest and
-    guest_nice, already inside user and nice, are not added twice)."""
-    with open(path) as f:
-        fields = f.readline().split()
-    if not fields or fields[0] != "cpu":
-        raise ValueError(f"{path}: the first line is not the all-cores 'cpu' line")
+class CoreTimes(NamedTuple):
+    """Jiffies of one core since boot."""
+
+    total: int
+    idle: int
+    steal: int
+    softirq: int  # packet processing (veth, HTB, TCP) that ran as a softirq on this core
+
+
+class StatSample(NamedTuple):
+    all: CpuTimes
+    cores: tuple[CoreTimes, ...]
+    running: int  # procs_running: runnable tasks at the moment of the read (this reader included)
+
+
+def _times(fields: list[str]) -> tuple[int, int, int, int]:
+    """(total, idle, steal, softirq) of one cpu line: user nice system idle iowait irq softirq
+    steal (guest and guest_nice, already inside user and nice, are not added twice)."""
     values = [int(v) for v in fields[1:]] + [0] * 8
-    return CpuTimes(sum(values[:8]), values[3] + values[4], values[7])
+    return sum(values[:8]), values[3] + values[4], values[7], values[6]
+
+
+def read_stat(path: str = STAT) -> StatSample:
+    """Every cpu line of /proc/stat and procs_running."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].split()[:1] != ["cpu"]:
+        raise ValueError(f"{path}: the first line is not the all-cores 'cpu' line")
+    total, idle, steal, _ = _times(lines[0].split())
+    cores, running = [], 0
+    for line in lines[1:]:
+        fields = line.split()
+        if fields and fields[0].startswith("cpu"):
+            cores.append(CoreTimes(*_times(fields)))
+        elif fields[:1] == ["procs_running"]:
+            running = int(fields[1])
+    return StatSample(CpuTimes(total, idle, steal), tuple(cores), running)
+
+
+def read_times(path: str = STAT) -> CpuTimes:
+    """The all-cores line of /proc/stat."""
+    return read_stat(path).all
 
 
 class Interval(NamedTuple):
@@ -106,12 +141,17 @@ class CpuLoadSampler:
 
     def __init__(self, interval_s: float = 0.1):
         self.interval_s = interval_s
-        self._times: list[tuple[float, CpuTimes]] = []
+        self._samples: list[tuple[float, StatSample]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-load", daemon=True)
 
     def _sample(self) -> None:
-        self._times.append((time.monotonic(), read_times()))
+        self._samples.append((time.monotonic(), read_stat()))
+
+    @property
+    def samples(self) -> list[tuple[float, StatSample]]:
+        """Every read so far (monotonic time, what it read)."""
+        return list(self._samples)
 
     def start(self) -> CpuLoadSampler:
         self._sample()
@@ -128,7 +168,7 @@ class CpuLoadSampler:
         self._stop.set()
         self._thread.join()
         self._sample()
-        intervals = busy_shares(self._times)
+        intervals = busy_shares([(t, sample.all) for t, sample in self._samples])
         if results_dir is not None:
             write_csv(results_dir / CPU_CSV, CPU_COLUMNS,
                       ({"t": round(i.t - t0, 4), "interval_s": round(i.length, 4), "busy": round(i.busy, 4),
