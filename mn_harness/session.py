@@ -42,6 +42,8 @@ from mn_harness.cpu_load import CpuLoadSampler
 from mn_harness.cpu_load import warning as cpu_warning
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
+from mn_harness.fidelity.run import RunFidelity
+from mn_harness.fidelity.verdict import one_line as fidelity_line
 from mn_harness.hooks import Hook, IterationHook, IterationWatcher
 from mn_harness.interrupts import Interrupted, terminate_as_interrupt  # noqa: F401 - Interrupted re-exported
 from mn_harness.jobs.default_cc import HostDefaultCC
@@ -107,6 +109,7 @@ class Session:
         self.killed: list[str] = []
         self._iterations = IterationWatcher(self.on_iteration)
         self._stack: ExitStack | None = None
+        self.fidelity = RunFidelity(experiment.run.fidelity, log=self.log)
 
     # -- what a script uses ------------------------------------------------------------------
     @property
@@ -129,6 +132,9 @@ class Session:
         self.launcher = JobLauncher(self.experiment, self.network, self.results_dir / "raw", self.cc_names,
                                     log=self.log, on_change=self._record_processes)
         self.launcher.start()
+        shaped = set(self.experiment.hosts) | ({s.name for s in self.experiment.switches}
+                                               if self.dataplane.name == "linux" else set())
+        self.fidelity.start(self.network.plan, self.network.node_pids(), shaped)
         self.t0 = self.launcher.release()
         self._record_processes()  # every worker is READY: each one's identity is readable now
         self.extra["socket_cc"] = self.launcher.socket_cc()
@@ -148,13 +154,15 @@ class Session:
         assert self.launcher is not None
         limit = timeout_s or self.experiment.run.timeout_s or self.launcher.default_timeout()
         try:
-            self.launcher.wait(limit, on_tick=self._tick, check=self.dataplane.check_alive)
+            self.launcher.wait(limit, on_tick=self._tick, check=self.dataplane.check_alive,
+                               note=self.fidelity.note)
         except JobError as exc:
             if self.killed:
                 raise JobError(f"{exc} (the script killed {', '.join(self.killed)})") from None
             raise
         self._tick()
-        self._stop_cpu_load()  # the jobs are over: what comes next (--cli=after) is not theirs
+        self.fidelity.stop_links()  # the jobs are over: what comes next (--cli=after) is not theirs
+        self._stop_cpu_load()
         self.status = "completed"
         if self.cli == "after":
             self.interact()
@@ -170,6 +178,7 @@ class Session:
         target = link if isinstance(link, LinkConfig) else parse_links(link, self.experiment, "link")[0]
         bps = parse_bandwidth(bw, f"set_link_rate({target.name!r})")
         self.network.set_link_rate(target, bps)
+        self.fidelity.set_rate(target.name, bps)
         t = None if self.t0 is None else round(time.monotonic() - self.t0, 4)
         self.link_changes.append({"t": t, "link": target.name, "bw_bps": bps})
         self.log(f"link {target.name}: rate set to {bps / 1e6:g} Mbit/s" + (f" at t={t:.3f}s" if t is not None else ""))
@@ -311,6 +320,7 @@ class Session:
     def _stop_jobs_and_sample(self) -> None:
         if self.launcher is not None:
             self.launcher.stop()
+        self.fidelity.stop_links()
         self._stop_cpu_load()
         if self.network is not None:
             if self.launcher is not None and "error" not in self._tcp_before:
@@ -327,6 +337,7 @@ class Session:
     def _stop_cpu_load(self) -> None:
         if self._cpu_load is not None:
             sampler = self._cpu_load
+            self.fidelity.host_from(sampler.samples)
             load = self.extra["cpu_load"] = _best_effort(lambda: sampler.stop(self.results_dir, self.t0 or 0.0))
             self._cpu_load = None
             line = cpu_warning(load)
@@ -382,8 +393,9 @@ class Session:
         self.extra["provenance"] = provenance.finish(self.provenance)
         try:
             try:
-                write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
-                                  {"status": self.status, **self.extra})
+                summary = write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
+                                            {"status": self.status, **self.extra}, fidelity=self.fidelity.block)
+                self.log(fidelity_line(summary["fidelity"]))
             except OSError as write_error:  # a full or failing results disk
                 raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
                                         f"{write_error.strerror or write_error}") from None

@@ -186,7 +186,7 @@ def job_to_raw(job: JobConfig) -> dict:
 
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
-                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup"})
+                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -199,6 +199,7 @@ def run_to_raw(run: RunConfig) -> dict:
         "queue_telemetry": run.queue_telemetry if isinstance(run.queue_telemetry, bool)
         else list(run.queue_telemetry),
         "warmup": run.warmup,
+        "fidelity": run.fidelity.to_yaml(),
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)

@@ -16,6 +16,7 @@ from typing import Any
 from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold, parse_ecn_threshold, parse_queue_telemetry, parse_tcp_ecn
+from mn_harness.config.fidelity import FidelityThresholds
 from mn_harness.config.forms import FORMS, parse_iteration
 from mn_harness.config.forms import KEYS as FORM_KEYS
 from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
@@ -351,11 +352,12 @@ class RunConfig:
     tcp_ecn: str | bool = "auto"  # hosts' net.ipv4.tcp_ecn (config/ecn.py)
     queue_telemetry: bool | tuple[str, ...] = True  # sampled egress queues (config/ecn.py)
     warmup: int = DEFAULT_WARMUP  # first iterations of each job left out of the statistics
+    fidelity: FidelityThresholds = FidelityThresholds()  # the emulation's checks (config/fidelity.py)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup"}
+                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -389,6 +391,7 @@ class RunConfig:
             queue_telemetry=parse_queue_telemetry(raw.get("queue_telemetry", True),
                                                   f"{path}.queue_telemetry"),
             warmup=warmup,
+            fidelity=FidelityThresholds.from_dict(raw.get("fidelity", True), f"{path}.fidelity"),
         )
 
 

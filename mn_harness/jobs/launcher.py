@@ -161,10 +161,12 @@ class JobLauncher:
         return done
 
     def wait(self, timeout_s: float, report_every_s: float = 2.0,
-             on_tick: Callable[[], None] | None = None, check: Callable[[], None] | None = None) -> None:
+             on_tick: Callable[[], None] | None = None, check: Callable[[], None] | None = None,
+             note: Callable[[], str] | None = None) -> None:
         """Until every worker has exited 0 (JobError when one dies or the run times out);
         `on_tick` is called at every poll (the session's per-iteration callbacks), `check` too
-        (the data plane's check_alive: it raises when a switch died)."""
+        (the data plane's check_alive: it raises when a switch died); `note` adds to each
+        progress line (the fidelity monitors' warnings)."""
         deadline = time.monotonic() + timeout_s
         last_report = 0.0
         totals = {j.name: j.iterations for j in self.experiment.jobs}
@@ -183,7 +185,7 @@ class JobLauncher:
             if now > deadline:
                 raise JobError(f"run timed out after {timeout_s:.0f}s: {self._progress_line(totals)}")
             if now - last_report >= report_every_s:
-                self.log(self._progress_line(totals))
+                self.log(self._progress_line(totals) + (note() if note is not None else ""))
                 last_report = now
             if on_tick is not None:
                 on_tick()

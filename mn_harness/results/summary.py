@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mn_harness.config import Experiment
@@ -111,11 +111,15 @@ def write_summary(results_dir: Path, summary: dict) -> Path:
 
 
 def write_run_results(experiment: Experiment, plan: NetworkPlan, results_dir: Path,
-                      cc_names: dict[str, str], extra: dict) -> dict:
+                      cc_names: dict[str, str], extra: dict,
+                      fidelity: Callable[[Sequence[PhaseRow]], dict] | None = None) -> dict:
     """The results folder from the workers' raw files: iterations.csv, throughput.csv and
-    summary.json (with `extra`: status, data-plane and runner fields). Returns the summary."""
+    summary.json (with `extra`: status, data-plane and runner fields, and `fidelity`, the
+    verdict made from the run's monitors and its phases). Returns the summary."""
     rows, phases, throughput = write_run_csvs(results_dir / "raw", results_dir)
     summary = summarise(experiment, plan, rows, cc_names, phases, throughput)
     summary.update(extra)
+    if fidelity is not None:
+        summary["fidelity"] = fidelity(phases)
     write_summary(results_dir, summary)
     return summary
