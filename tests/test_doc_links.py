@@ -1,7 +1,7 @@
-"""Every relative link in README.md and docs/ leads somewhere: the file exists and, with an
-anchor, the file has a heading whose GitHub anchor it is. Sections get renamed as results
-change (docs/reproduction.md's rounds, fidelity.md's tables), and a broken link is the first
-thing a new user follows."""
+"""Every relative link in README.md, CHANGELOG.md and docs/ (the notebook included) leads
+somewhere: the file exists and, with an anchor, the file has a heading whose GitHub anchor it
+is. Reference pages link to the notebook entry each number comes from, and sections get renamed
+as results change; a broken link is the first thing a new user follows."""
 
 import re
 import unicodedata
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted(ROOT.glob("CHANGELOG.md")), *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 

@@ -3,16 +3,17 @@
 Why a table: the spec parser, the builder and the docs all need the same facts (which
 names are BPF programs, which source file, which kernel-name prefix, which defaults).
 To add a variant: write mn_harness/cc/bpf/<file>.bpf.c using mltcp_common.h and add a
-row here (see the README, "Adding your own variant").
+row here (see docs/cc.md, "Adding your own variant").
 
 Default MLTCP parameters, chosen by measurement (bench/interleave.py on the demo,
-topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; table in the README, "Parameters and defaults"):
+topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; the tables in
+docs/notebook/2026-11-30-mltcp-defaults.md, why in docs/cc.md, "Parameters and defaults"):
   slope = 4, intercept = 1 -> F runs from 1 at the start of an iteration's communication to
       5 at its end. Of the 12-point slope x intercept grid this was the best (1.06x of the
       isolated ideal, interleaved after iteration 6 in the sweep run; 1.07-1.14x in
       repeats); larger slope/intercept ratios converged faster, intercept 1 kept the start
       of each phase as aggressive as the base CC. Larger slopes were measured later
-      (bench/reproduce.py, docs/cc.md "Beyond slope 4"): slope 32 interleaved three compatible
+      (bench/reproduce.py, docs/notebook/2026-12-01-mltcp-slope-beyond-4.md): slope 32 interleaved three compatible
       jobs within 10 iterations in 5 of 5 runs (slope 4: 0 of 5) but made the p99 worse than
       slope 4 wherever the jobs could not interleave (partial, circular, stragglers, 4 jobs),
       so 4 stays the default and `mltcp-reno:slope=32` is the choice for compatible jobs.

@@ -3,7 +3,7 @@
 The question every run answers is whether the jobs' communication phases drift apart, how fast,
 and what that does to mean and tail iteration time. These are pure functions over the loaders'
 dataclasses (no I/O) so every definition can be unit-tested on hand-built timelines. The
-definitions (also in the README, "Results, metrics and plots"):
+definitions (for users in docs/results.md, "Metric definitions"):
 
 * **Job iteration**, complete iterations, missing rows, the statistics and the slowdown are
   results.iterations' (one implementation, shared with the runner's summary.json).

@@ -1,6 +1,6 @@
 """What this machine can do for ECN marking and queue telemetry on the Linux data plane.
 
-In order of preference (docs/p4.md, "ECN and queue telemetry on the Linux data plane", has the
+In order of preference (docs/ecn.md, "How the Linux routers mark, on each kernel", has the
 measurements behind it):
 
 1. `bpf` with the `backlog` tracker: the egress program reads the qdisc's own backlog
