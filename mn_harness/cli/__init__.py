@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that left shows here, not at exit where it cannot be caught
+        return code
     except HarnessError as exc:
         print(f"mn-harness: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
