@@ -218,7 +218,7 @@ class Session:
 
     def _bring_up(self, stack: ExitStack) -> None:
         exp = self.experiment
-        self.dataplane = select_dataplane(exp.run.dataplane, log=self.log)
+        self.dataplane = select_dataplane(exp.run.dataplane, log=self.log, experiment=exp)
         if self.dataplane.name != exp.run.dataplane:  # auto: check what it picked, record it
             exp = self.experiment = exp.with_run(dataplane=self.dataplane.name)
         config = self._config

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mn_harness.dataplane import DataplaneError, select_dataplane
+from mn_harness.config import Experiment
+from mn_harness.dataplane import BMV2_FAITHFUL_LINK_BPS, DataplaneError, needs_bmv2, select_dataplane
 from mn_harness.dataplane.bmv2 import Bmv2Dataplane, resolve_program
 from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns
+from tests.helpers import small_demo
 
 
 @pytest.fixture
@@ -32,7 +34,44 @@ def test_unavailable_reason_is_one_line_naming_what_to_install(no_bmv2):
     assert str(err.value).startswith("run.dataplane: bmv2 unavailable: BMv2/p4c not found")
     said = []
     assert select_dataplane("auto", log=said.append).name == "linux"
-    assert said == ["data plane: auto -> linux (BMv2 not installed)"]
+    assert said == ["data plane: auto -> linux"]
+
+
+def with_program(bw: str) -> Experiment:
+    raw = small_demo()
+    raw["switches"] = [{"name": "s1", "program": "ecn_telemetry"}, "s2"]
+    raw["link_defaults"] = {"bw": bw, "queue": 100}
+    for link in raw["links"]:
+        link.pop("bw", None)
+    raw["run"]["dataplane"] = "auto"
+    return Experiment.from_dict(raw, "auto")
+
+
+def test_auto_picks_bmv2_only_for_a_p4_program_and_only_at_a_rate_it_carries(no_bmv2):
+    said: list[str] = []
+    plain = Experiment.from_dict({**small_demo(), "run": {"dataplane": "auto"}}, "auto")
+    assert needs_bmv2(plain) is None
+    assert select_dataplane("auto", log=said.append, experiment=plain).name == "linux"
+    slow = with_program("50Mbit")
+    assert needs_bmv2(slow) == "switches[0].program"
+    with pytest.raises(DataplaneError) as err:  # BMv2 is needed here and is not installed
+        select_dataplane("auto", log=said.append, experiment=slow)
+    assert str(err.value).startswith("run.dataplane: auto: switches[0].program needs the bmv2 data plane, "
+                                     "which is unavailable")
+
+
+@pytest.mark.bmv2
+def test_auto_refuses_bmv2_above_what_it_carries_and_takes_it_below():
+    said: list[str] = []
+    fast = with_program("1Gbit")
+    with pytest.raises(DataplaneError) as err:
+        select_dataplane("auto", log=said.append, experiment=fast)
+    text = str(err.value)
+    assert "\n" not in text and "links[0].bw (1000 Mbit/s)" in text
+    assert f"at most {BMV2_FAITHFUL_LINK_BPS / 1e6:g} Mbit/s per link" in text
+    dataplane = select_dataplane("auto", log=said.append, experiment=with_program("50Mbit"))
+    assert dataplane.name == "bmv2" and said[-1] == "data plane: auto -> bmv2 (switches[0].program needs a P4 program)"
+    dataplane.stop()
 
 
 @pytest.mark.root
