@@ -331,6 +331,7 @@ class Session:
             for w in self.launcher.workers:
                 self.log.append_file(f"worker {w.job} rank {w.rank} on {w.host}: stderr", w.stderr_path)
         self.extra.update(self.dataplane.stop_telemetry())
+        self.fidelity.switch_ports_from(self.dataplane.switch_port_rates())
         if self.net is not None:
             self.extra["link_stats"] = _best_effort(lambda: self.dataplane.link_stats(self.net, self.plan))
 

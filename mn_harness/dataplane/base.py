@@ -15,6 +15,7 @@ from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.errors import DataplaneError
+from mn_harness.fidelity.bmv2_rate import PortRate
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.state import Undo
@@ -74,6 +75,11 @@ class Dataplane(ABC):
 
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         """Per directed link: drops, bytes; empty when the data plane cannot tell."""
+        return {}
+
+    def switch_port_rates(self) -> dict[str, PortRate]:
+        """Per directed link of a switch that forwards in user space (BMv2): its rate while
+        backlogged, the link invariant where the kernel monitor cannot look (fidelity)."""
         return {}
 
     def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:

@@ -76,6 +76,7 @@ from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
 from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
+from mn_harness.fidelity.bmv2_rate import Bmv2Rates, PortRate
 from mn_harness.network.commands import run_in
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.nodes import TimedShell
@@ -145,6 +146,7 @@ class Bmv2Dataplane(Dataplane):
         self.run_dir: Path | None = None
         self._collector: QueueCollector | None = None
         self._lock = threading.Lock()
+        self.rates = Bmv2Rates()  # the ports' link invariant (fidelity), fed by the telemetry
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -248,9 +250,18 @@ class Bmv2Dataplane(Dataplane):
         if not readers:
             return
 
+        for intf in monitored_interfaces(self.plan):
+            if intf.node in self.conns:
+                self.rates.watch(intf.node, intf.port, link_label(intf),
+                                 QueueConfig.for_link(intf.link.bw_bps / 1e6).rate_pps or 0)
+
         def sample() -> list[QueueSample]:
-            return [_queue_sample(s, watched.get((s.switch, s.port), ""), names)
-                    for r in readers for s in r.sample()]
+            out = []
+            for r in readers:
+                for s in r.sample():
+                    self.rates.add(s.switch, s.port, s.interval, s.tx_packets, s.depth.mean)
+                    out.append(_queue_sample(s, watched.get((s.switch, s.port), ""), names))
+            return out
 
         self._collector = QueueCollector(Path(out_dir) / "queue.csv", list(jobs), sample, t0,
                                          self.sample_hz, name="bmv2-telemetry")
@@ -269,6 +280,9 @@ class Bmv2Dataplane(Dataplane):
     def link_stats(self, net: Mininet, plan: NetworkPlan) -> dict:
         return {}
 
+    def switch_port_rates(self) -> dict[str, PortRate]:
+        return self.rates.by_link()
+
     def resolve_paths(self, net: Mininet, plan: NetworkPlan) -> NetworkPlan:
         """The switches' ECMP choices, computed as the P4 program computes them (p4.ecmp)."""
         return bmv2_paths(plan)
@@ -280,6 +294,7 @@ class Bmv2Dataplane(Dataplane):
             raise DataplaneError(f"bmv2: no running switch {intf.node}")
         try:
             switch.configure_queues({intf.port: QueueConfig.for_link(bw_bps / 1e6, intf.link.queue_packets)})
+            self.rates.watch(intf.node, intf.port, link_label(intf), QueueConfig.for_link(bw_bps / 1e6).rate_pps or 0)
         except P4Error as exc:
             raise DataplaneError(f"bmv2: {exc}".splitlines()[0]) from exc
 

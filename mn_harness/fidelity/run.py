@@ -9,6 +9,7 @@ from typing import Any
 
 from mn_harness.config.fidelity import FidelityThresholds
 from mn_harness.cpu_load import StatSample
+from mn_harness.fidelity.bmv2_rate import PortRate
 from mn_harness.fidelity.host import host_summary
 from mn_harness.fidelity.link import LinkGaps
 from mn_harness.fidelity.link_monitor import LinkMonitor, LinkSettings, shaped_egresses
@@ -26,6 +27,7 @@ class RunFidelity:
         self.links: Mapping[str, LinkGaps] | None = None
         self.link_unavailable: str | None = None
         self.host: dict[str, Any] | None = None
+        self.switch_ports: Mapping[str, PortRate] = {}
         self.cost_s: float | None = None  # this process's CPU time loading and reading the link monitor
         self._monitor: LinkMonitor | None = None
 
@@ -77,10 +79,14 @@ class RunFidelity:
     def host_from(self, samples: Sequence[tuple[float, StatSample]]) -> None:
         self.host = host_summary(samples)
 
+    def switch_ports_from(self, ports: Mapping[str, PortRate]) -> None:
+        """The data plane's own switch ports (BMv2: their rates while backlogged)."""
+        self.switch_ports = dict(ports)
+
     def block(self, phases: Sequence[PhaseRow]) -> dict[str, Any]:
         """summary.json `fidelity`."""
         return fidelity_block(self.thresholds, self.links, self.link_unavailable, self.host,
-                              workers_summary(phases), self.cost_s)
+                              workers_summary(phases), self.cost_s, self.switch_ports)
 
     def close(self) -> None:
         if self._monitor is not None:

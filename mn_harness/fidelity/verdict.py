@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mn_harness.config.fidelity import FidelityThresholds
+from mn_harness.fidelity.bmv2_rate import MIN_INTERVALS, PortRate
 from mn_harness.fidelity.link import LinkGaps
 
 FAITHFUL, UNFAITHFUL, UNCHECKED = "faithful", "unfaithful", "unchecked"
@@ -60,6 +61,21 @@ def link_violations(links: Mapping[str, LinkGaps], t: FidelityThresholds) -> lis
     return out
 
 
+def port_rate_violations(ports: Mapping[str, PortRate], t: FidelityThresholds) -> list[Violation]:
+    out = []
+    for name, port in sorted(ports.items()):
+        share = port.within_share(t.link_tolerance)
+        if len(port.ratios) < MIN_INTERVALS or share is None or share >= t.link_within:
+            continue
+        ratio = port.entry(t.link_tolerance)["rate_ratio"]
+        out.append(Violation(
+            "link", name, round(share, 4), t.link_within,
+            f"link {name} (BMv2): sent within ±{t.link_tolerance:.0%} of its rate in {share:.1%} of "
+            f"{len(port.ratios)} backlogged intervals (needs ≥ {t.link_within:.0%}; {ratio:.2f} of the "
+            "rate over them)"))
+    return out
+
+
 def host_violations(host: Mapping[str, Any], t: FidelityThresholds) -> list[Violation]:
     out = []
     saturated = host.get("all_saturated_share")
@@ -89,13 +105,15 @@ def worker_violations(workers: Mapping[str, Any], t: FidelityThresholds) -> list
 
 def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, link_unavailable: str | None,
                    host: Mapping[str, Any] | None, workers: Mapping[str, Any] | None,
-                   monitor_cpu_s: float | None = None) -> dict[str, Any]:
-    """summary.json `fidelity`."""
+                   monitor_cpu_s: float | None = None,
+                   switch_ports: Mapping[str, PortRate] | None = None) -> dict[str, Any]:
+    """summary.json `fidelity`. `links`: the kernel monitor's counts per shaped egress;
+    `switch_ports`: BMv2 ports' rates while backlogged (bmv2_rate.py)."""
     if not t.enabled:
         return {"verdict": UNCHECKED, "reason": "run.fidelity is off", "violations": [],
                 "thresholds": t.as_dict()}
-    violations = [*link_violations(links or {}, t), *host_violations(host or {}, t),
-                  *worker_violations(workers or {}, t)]
+    violations = [*link_violations(links or {}, t), *port_rate_violations(switch_ports or {}, t),
+                  *host_violations(host or {}, t), *worker_violations(workers or {}, t)]
     if violations:
         verdict, reason = UNFAITHFUL, violations[0].text
     elif link_unavailable is not None or links is None:
@@ -104,7 +122,8 @@ def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, 
         verdict, reason = FAITHFUL, None
     return {"verdict": verdict, "reason": reason, "violations": [v.as_dict() for v in violations],
             "thresholds": t.as_dict(),
-            "links": {name: link_entry(g) for name, g in sorted((links or {}).items())},
+            "links": {**{name: link_entry(g) for name, g in sorted((links or {}).items())},
+                      **{name: p.entry(t.link_tolerance) for name, p in sorted((switch_ports or {}).items())}},
             "link_monitor": "on" if link_unavailable is None and links is not None
             else f"unavailable: {link_unavailable or 'not run'}",
             "host": dict(host or {}), "workers": dict(workers or {}),

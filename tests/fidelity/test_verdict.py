@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mn_harness.config.fidelity import FidelityThresholds
+from mn_harness.fidelity.bmv2_rate import Bmv2Rates
 from mn_harness.fidelity.link import HIST_BUCKETS, SIZE_CLASSES, LinkGaps
 from mn_harness.fidelity.verdict import FAITHFUL, UNCHECKED, UNFAITHFUL, fidelity_block, one_line
 
@@ -56,3 +57,20 @@ def test_unchecked_when_off_or_when_the_link_monitor_could_not_run():
     # what was checked still counts
     broken = fidelity_block(FidelityThresholds(), None, "no BTF", {"all_saturated_share": 0.5}, WORKERS_OK)
     assert broken["verdict"] == UNFAITHFUL
+
+
+def test_a_bmv2_port_that_sends_below_its_rate_while_backlogged():
+    rates = Bmv2Rates()
+    rates.watch("s1", 1, "s1->s2", rate_pps=1000)
+    for _ in range(30):
+        rates.add("s1", 1, 0.02, 20, mean_depth=10)  # backlogged, 1000 pkt/s: on rate
+        rates.add("s1", 1, 0.02, 12, mean_depth=10)  # backlogged, 600 pkt/s: the switch fell behind
+        rates.add("s1", 1, 0.02, 3, mean_depth=0.5)  # not backlogged: not judged
+    port = rates.by_link()["s1->s2"]
+    assert len(port.ratios) == 60 and port.within_share(0.1) == 0.5
+    block = fidelity_block(FidelityThresholds(), {}, None, HOST_OK, WORKERS_OK, switch_ports=rates.by_link())
+    assert block["verdict"] == UNFAITHFUL and block["violations"][0]["where"] == "s1->s2"
+    assert block["links"]["s1->s2"] == {"kind": "bmv2 port", "intervals": 60, "within_share": 0.5, "rate_ratio": 0.8}
+    rates.watch("s1", 1, "s1->s2", rate_pps=600)  # the link's rate was halved mid-run
+    rates.add("s1", 1, 0.02, 12, mean_depth=10)
+    assert rates.by_link()["s1->s2"].ratios[-1] == 1.0
