@@ -29,6 +29,7 @@ class RunFidelity:
         self.host: dict[str, Any] | None = None
         self.switch_ports: Mapping[str, PortRate] = {}
         self.cost_s: float | None = None  # this process's CPU time loading and reading the link monitor
+        self.kernel_s: float | None = None  # the kernel program's own time (with kernel.bpf_stats_enabled)
         self._monitor: LinkMonitor | None = None
 
     def start(self, plan: NetworkPlan, pids: Mapping[str, int], shaped_nodes: set[str]) -> None:
@@ -73,6 +74,8 @@ class RunFidelity:
         if self._monitor is not None:
             self.links = self._monitor.read()
             self.cost_s = self._monitor.cost_s
+            ns = self._monitor.kernel_ns()
+            self.kernel_s = None if ns is None else ns / 1e9
             self._monitor.close()
             self._monitor = None
 
@@ -86,7 +89,7 @@ class RunFidelity:
     def block(self, phases: Sequence[PhaseRow]) -> dict[str, Any]:
         """summary.json `fidelity`."""
         return fidelity_block(self.thresholds, self.links, self.link_unavailable, self.host,
-                              workers_summary(phases), self.cost_s, self.switch_ports)
+                              workers_summary(phases), self.cost_s, self.switch_ports, self.kernel_s)
 
     def close(self) -> None:
         if self._monitor is not None:

@@ -106,7 +106,8 @@ def worker_violations(workers: Mapping[str, Any], t: FidelityThresholds) -> list
 def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, link_unavailable: str | None,
                    host: Mapping[str, Any] | None, workers: Mapping[str, Any] | None,
                    monitor_cpu_s: float | None = None,
-                   switch_ports: Mapping[str, PortRate] | None = None) -> dict[str, Any]:
+                   switch_ports: Mapping[str, PortRate] | None = None,
+                   monitor_kernel_s: float | None = None) -> dict[str, Any]:
     """summary.json `fidelity`. `links`: the kernel monitor's counts per shaped egress;
     `switch_ports`: BMv2 ports' rates while backlogged (bmv2_rate.py)."""
     if not t.enabled:
@@ -127,7 +128,8 @@ def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, 
             "link_monitor": "on" if link_unavailable is None and links is not None
             else f"unavailable: {link_unavailable or 'not run'}",
             "host": dict(host or {}), "workers": dict(workers or {}),
-            "monitor_cpu_s": None if monitor_cpu_s is None else round(monitor_cpu_s, 4)}
+            "monitor_cpu_s": None if monitor_cpu_s is None else round(monitor_cpu_s, 4),
+            "monitor_kernel_s": None if monitor_kernel_s is None else round(monitor_kernel_s, 4)}
 
 
 def one_line(block: Mapping[str, Any]) -> str:
