@@ -127,7 +127,7 @@ def part_cost(state: State, args, out: Path) -> dict:
 
 def tracking_run(cc: str, seconds: float) -> dict:
     raw = bulk_flow_topology()
-    with tempfile.TemporaryDirectory() as work, CongestionControlManager(Path(work), log=lambda *_: None) as ccm:
+    with CongestionControlManager(log=lambda *_: None) as ccm:
         spec = CCSpec.from_dict(cc, "cc")
         ccm.prepare([spec])
         name = ccm.kernel_name(spec)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.results.frames import RunFrames, load
-from mn_harness.results.schema import SUMMARY_JSON
+from mn_harness.results.loaders import load_summary
+from mn_harness.results.schema import RunSummary
 
 
 class Results:
@@ -20,13 +19,13 @@ class Results:
         return f"Results({str(self.path)!r}, status={self.status!r})"
 
     @property
-    def summary(self) -> dict[str, Any]:
-        """summary.json as it is now (the report adds `metrics`)."""
-        return json.loads((self.path / SUMMARY_JSON).read_text())
+    def summary(self) -> RunSummary:
+        """summary.json as it is now, typed (results.schema; the report adds `metrics`)."""
+        return load_summary(self.path)
 
     @property
     def status(self) -> str:
-        return str(self.summary.get("status", "unknown"))
+        return self.summary.status or "unknown"
 
     @property
     def experiment(self) -> Experiment:

@@ -45,8 +45,9 @@ class Dataplane(ABC):
         return plan
 
     def routing_summary(self, plan: NetworkPlan) -> dict:
-        """summary.json fields saying how flows were routed (the paths themselves are the plan's)."""
-        out: dict = {"routing": plan.routing}
+        """summary.json fields saying how ECMP hashed the flows (results.schema.RunFacts; the
+        routing and the paths themselves are the plan's)."""
+        out: dict = {}
         if plan.routing == "ecmp":
             out["ecmp_hash_seed"] = ecmp_hash_seed(plan.experiment.run.seed)
         return out

@@ -60,8 +60,8 @@ def caption(run: RunData) -> str:
     s = run.summary
     ccs = sorted(set(s.cc.values()))
     cc = ccs[0] if len(ccs) == 1 else ", ".join(f"{job}={c}" for job, c in s.cc.items())
-    dataplane = s.raw.get("dataplane") or "?"
-    label = s.raw.get("label")
+    dataplane = s.dataplane or "?"
+    label = s.label
     return (f"scenario: {s.experiment}" + (f" ({label})" if label else "") + f" · CC: {cc or '?'}"
             f" · data plane: {dataplane} · {run.results_dir.name}")
 
@@ -170,7 +170,7 @@ def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str],
     series = {job: pts for job, pts in series.items() if pts[0]}
     iters = job_iterations(
         run.iterations,
-        {j: len(i.workers) for j, i in run.summary.jobs.items() if i.workers},
+        {j: len(i.hosts) for j, i in run.summary.jobs.items() if i.hosts},
     )
     if not series and not iters:
         return None

@@ -25,6 +25,7 @@ from typing import Any
 
 from mn_harness.config.loader import read_json_file
 from mn_harness.errors import ConfigError, shown
+from mn_harness.results.records import from_json
 from mn_harness.results.schema import (
     ITERATIONS_CSV,
     PHASES_CSV,
@@ -36,67 +37,9 @@ from mn_harness.results.schema import (
     IterationRow,
     PhaseRow,
     QueueRow,
+    RunSummary,
     ThroughputRow,
 )
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """The runner's description of one job (summary.json `jobs[name]`).
-
-    `iterations` is what the runner counted as complete; `iterations_planned` the configured
-    count, which is what missing rows are counted against when present."""
-
-    name: str
-    workers: list[str]
-    iterations: int | None
-    bytes_per_iteration: int | None
-    compute_s: float | None
-    ideal_iter_s: float | None
-    bottleneck_bps: float | None
-    isolated_iter_s: float | None = None
-    iterations_planned: int | None = None
-    warmup: int = 0  # iterations left out of the statistics (0 for summaries from before warm-up)
-    # CASSINI's predicted slowdown at the best shifts and with the phases aligned (summary "cassini")
-    predicted_slowdown: float | None = None
-    predicted_aligned_slowdown: float | None = None
-
-    @property
-    def baseline_iter_s(self) -> float | None:
-        """Measured isolated iteration time when the run has one, else the computed ideal."""
-        return self.isolated_iter_s if self.isolated_iter_s else self.ideal_iter_s
-
-
-@dataclass(frozen=True)
-class Summary:
-    """summary.json: the typed fields the report needs, plus the raw dict to update."""
-
-    experiment: str
-    cc: dict[str, str]
-    jobs: dict[str, JobInfo]
-    link_jobs: dict[str, list[str]]
-    raw: dict[str, Any]
-    # directed link -> job -> ranks whose sending socket crosses it; empty for old summaries
-    link_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    link_bps: dict[str, float] = field(default_factory=dict)
-
-    def ranks_on(self, link: str) -> dict[str, set[int]] | None:
-        """Ranks per job crossing `link`, or None when unknown (then all ranks count)."""
-        if link not in self.link_ranks:
-            return None
-        return {job: set(ranks) for job, ranks in self.link_ranks[link].items()}
-
-    def busiest_link(self) -> str | None:
-        """The link shared by the most jobs (ties: lowest capacity, then name): the one whose
-        timeline shows interleaving."""
-        if not self.link_jobs:
-            return None
-        return min(self.link_jobs, key=lambda link: (-len(set(self.link_jobs[link])),
-                                                     self.link_bps.get(link, float("inf")), link))
-
-    @property
-    def job_order(self) -> list[str]:
-        return list(self.jobs)
 
 
 @dataclass
@@ -104,7 +47,7 @@ class RunData:
     """Everything read from one results folder."""
 
     results_dir: Path
-    summary: Summary
+    summary: RunSummary
     iterations: list[IterationRow]
     throughput: list[ThroughputRow]
     queue: list[QueueRow] | None
@@ -118,17 +61,6 @@ class RunData:
             if job not in order:
                 order.append(job)
         return order
-
-
-def _opt_float(value: Any) -> float | None:
-    """A finite number or None (NaN, infinity and non-numbers say nothing)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _opt_int(value: Any) -> int | None:
@@ -159,80 +91,14 @@ def _int(text: str) -> int:
         return int(as_float)
 
 
-def _object(value: Any, where: str, key: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(where, f"{key}: expected an object, got {type(value).__name__}")
-    return value
+def parse_summary(raw: Any, where: str = SUMMARY_JSON) -> RunSummary:
+    """The typed summary.json of any version (results.schema); ConfigError naming `where` and
+    the key when a section has the wrong shape (a value that is merely missing or not a number
+    is its default: None)."""
+    return from_json(RunSummary, raw, where)
 
 
-def _array(value: Any, where: str, key: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ConfigError(where, f"{key}: expected an array, got {type(value).__name__}")
-    return value
-
-
-def _ranks(value: Any, where: str, key: str) -> list[int]:
-    ranks = _array(value, where, key)
-    if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
-        raise ConfigError(where, f"{key}: expected an array of rank numbers")
-    return ranks
-
-
-def _rate(value: Any, where: str, key: str) -> float:
-    rate = _opt_float(value)
-    if rate is None:
-        raise ConfigError(where, f"{key}: expected a number, got {value!r}")
-    return rate
-
-
-def parse_summary(raw: Any, where: str = "summary.json") -> Summary:
-    """The typed view of a summary.json object; ConfigError naming `where` and the key when a
-    section has the wrong shape (a value that is merely missing or not a number is None)."""
-    if not isinstance(raw, dict):
-        raise ConfigError(where, f"expected a JSON object, got {type(raw).__name__}")
-    jobs: dict[str, JobInfo] = {}
-    cassini = raw.get("cassini")
-    predicted = cassini.get("jobs") if isinstance(cassini, dict) else None
-    predicted = predicted if isinstance(predicted, dict) else {}
-    for name, info in _object(raw.get("jobs"), where, "jobs").items():
-        info = _object(info, where, f"jobs.{shown(name)}")
-        guess = predicted.get(name)
-        guess = guess if isinstance(guess, dict) else {}
-        jobs[str(name)] = JobInfo(
-            name=str(name),
-            workers=[str(w) for w in _array(info.get("workers"), where, f"jobs.{shown(name)}.workers")],
-            iterations=_opt_int(info.get("iterations")),
-            bytes_per_iteration=_opt_int(info.get("bytes_per_iteration")),
-            compute_s=_opt_float(info.get("compute_s")),
-            ideal_iter_s=_opt_float(info.get("ideal_iter_s")),
-            bottleneck_bps=_opt_float(info.get("bottleneck_bps")),
-            isolated_iter_s=_opt_float(info.get("isolated_iter_s")),
-            iterations_planned=_opt_int(info.get("iterations_planned")),
-            warmup=_opt_int(info.get("warmup")) or 0,
-            predicted_slowdown=_opt_float(guess.get("slowdown")),
-            predicted_aligned_slowdown=_opt_float(guess.get("aligned_slowdown")),
-        )
-    link_jobs = {str(k): [str(j) for j in _array(v, where, f"link_jobs.{shown(k)}")]
-                 for k, v in _object(raw.get("link_jobs"), where, "link_jobs").items()}
-    return Summary(
-        experiment=str(raw.get("experiment", "")),
-        cc={str(k): str(v) for k, v in _object(raw.get("cc"), where, "cc").items()},
-        jobs=jobs,
-        link_jobs=link_jobs,
-        raw=raw,
-        link_ranks={str(k): {str(j): _ranks(rs, where, f"link_ranks.{shown(k)}.{shown(j)}")
-                             for j, rs in _object(v, where, f"link_ranks.{shown(k)}").items()}
-                    for k, v in _object(raw.get("link_ranks"), where, "link_ranks").items()},
-        link_bps={str(k): _rate(v, where, f"link_bps.{shown(k)}")
-                  for k, v in _object(raw.get("link_bps"), where, "link_bps").items()},
-    )
-
-
-def load_summary(results_dir: Path | str) -> Summary:
+def load_summary(results_dir: Path | str) -> RunSummary:
     path = Path(results_dir) / SUMMARY_JSON
     return parse_summary(read_json_file(path, "a results summary"), shown(str(path)))
 
