@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from mn_harness.report import headline as headlines
 from mn_harness.report.metrics import (
     DEFAULT_CONVERGENCE_THRESHOLD,
     JobMetrics,
@@ -175,6 +176,7 @@ def format_table(metrics: RunMetrics) -> str:
     parts = [text_table(JOB_HEADERS, job_rows(metrics))]
     if metrics.links:
         parts.append(text_table(LINK_HEADERS, link_rows(metrics)))
+    parts.append(text_table(headlines.HEADERS, [headlines.headline_row(headlines.headline(metrics))]))
     if metrics.notes:
         parts.append("\n".join(f"note: {n}" for n in metrics.notes))
     return "\n\n".join(parts)
@@ -198,6 +200,15 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         f"a link also communicated; converged at = first iteration from which overlap stays "
         f"≤ {metrics.convergence_threshold:.0%}."
     )
+    lines += ["", "## Headline", "", markdown_table(headlines.HEADERS, [headlines.headline_row(
+        headlines.headline(metrics))]), ""]
+    lines.append(
+        f"Apart by {headlines.APART_WITHIN}: whether, by iteration {headlines.APART_WITHIN}, there was an "
+        f"iteration in which every job sharing a link overlapped the others by at most "
+        f"{metrics.convergence_threshold:.0%} (first apart: the first such iteration; relapses: later "
+        f"iterations in which one overlapped more; n/a: no job shares a link). Last "
+        f"{headlines.LAST_ITERATIONS}: mean over jobs of their mean and p99 iteration time over their last "
+        f"{headlines.LAST_ITERATIONS} iterations, over the baseline.")
     lines += cassini_lines(s)
     phases = phase_rows(s)
     if phases:
