@@ -11,6 +11,11 @@ from mn_harness.results.loaders import load_summary
 from mn_harness.results.schema import RunSummary
 
 
+def _frame(name: str, doc: str) -> property:
+    """One of the run's DataFrames (results.load: RunFrames) as a property."""
+    return property(lambda results: getattr(results.frames, name), doc=doc)
+
+
 class Results:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -36,23 +41,11 @@ class Results:
     def frames(self) -> RunFrames:
         return load(self.path)
 
-    @property
-    def iterations(self):
-        """One row per job, rank and iteration (iterations.csv) with run, label, cc columns."""
-        return self.frames.iterations
-
-    @property
-    def throughput(self):
-        return self.frames.throughput
-
-    @property
-    def queue(self):
-        return self.frames.queue
-
-    @property
-    def metrics(self):
-        """One row per job: iteration statistics, slowdown, overlap, convergence."""
-        return self.frames.metrics
+    iterations = _frame("iterations", "One row per job, rank and iteration (iterations.csv) with run, label, "
+                                      "cc columns.")
+    throughput = _frame("throughput", "Bytes per bin per worker (throughput.csv) with rate_bps.")
+    queue = _frame("queue", "The sampled egress queues (queue.csv).")
+    metrics = _frame("metrics", "One row per job: iteration statistics, slowdown, overlap, convergence.")
 
     def report(self, plots: bool = True, window: tuple[float, float] | None = None) -> Path:
         """Metrics into summary.json, plots (PNG + PDF), report.md; returns report.md's path."""

@@ -19,9 +19,10 @@ import io
 import math
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mn_harness.config.loader import read_json_file
 from mn_harness.errors import ConfigError, shown
@@ -40,6 +41,8 @@ from mn_harness.results.schema import (
     RunSummary,
     ThroughputRow,
 )
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -143,26 +146,14 @@ def _read_csv(path: Path) -> tuple[list[dict[str, str]], int]:
     return rows, bad
 
 
-def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
-    """Rows of iterations.csv and the number of malformed rows skipped."""
+def _load(path: Path | str, row: Callable[[dict[str, str]], R]) -> tuple[list[R], int]:
+    """A CSV's rows made by `row`, and the number of malformed rows skipped (a row `row`
+    refuses with KeyError or ValueError counts as one)."""
     raw, bad = _read_csv(Path(path))
-    out: list[IterationRow] = []
+    out: list[R] = []
     for r in raw:
         try:
-            out.append(
-                IterationRow(
-                    job=r["job"],
-                    rank=_int(r["rank"]),
-                    iteration=_int(r["iteration"]),
-                    t_start=_finite(r["t_start"]),
-                    t_comm_start=_finite(r["t_comm_start"]),
-                    t_comm_end=_finite(r["t_comm_end"]),
-                    iter_time=_finite(r["iter_time"]),
-                    comm_time=_finite(r["comm_time"]),
-                    bytes_sent=_int(r["bytes_sent"]),
-                    cpu_s=_opt(r.get("cpu_s"), _finite),
-                )
-            )
+            out.append(row(r))
         except (KeyError, ValueError):
             bad += 1
     return out, bad
@@ -172,64 +163,52 @@ def _opt(text: str | None, cast):
     return None if text in (None, "") else cast(text)
 
 
+def _iteration(r: dict[str, str]) -> IterationRow:
+    return IterationRow(job=r["job"], rank=_int(r["rank"]), iteration=_int(r["iteration"]),
+                        t_start=_finite(r["t_start"]), t_comm_start=_finite(r["t_comm_start"]),
+                        t_comm_end=_finite(r["t_comm_end"]), iter_time=_finite(r["iter_time"]),
+                        comm_time=_finite(r["comm_time"]), bytes_sent=_int(r["bytes_sent"]),
+                        cpu_s=_opt(r.get("cpu_s"), _finite))
+
+
+def _phase(r: dict[str, str]) -> PhaseRow:
+    return PhaseRow(job=r["job"], rank=_int(r["rank"]), iteration=_int(r["iteration"]), phase=_int(r["phase"]),
+                    name=r["name"], kind=r["kind"], collective=r["collective"], bytes=_opt(r["bytes"], _int),
+                    t_start=float(r["t_start"]), t_end=float(r["t_end"]), duration=float(r["duration"]),
+                    bytes_sent=_int(r["bytes_sent"]), planned_s=_opt(r["planned_s"], float),
+                    delay_s=_opt(r["delay_s"], float))
+
+
+def _throughput(r: dict[str, str]) -> ThroughputRow:
+    return ThroughputRow(job=r["job"], rank=_int(r["rank"]), t=_finite(r["t"]), bin_s=_finite(r["bin_s"]),
+                         bytes=_int(r["bytes"]),
+                         **{k: _opt_int(r.get(k) or None) for k in THROUGHPUT_SENDER_COLUMNS})
+
+
+def _queue(r: dict[str, str]) -> QueueRow:
+    return QueueRow(t=_finite(r["t"]), switch=r["switch"], port=r["port"], depth=_finite(r["depth"]),
+                    marks=_opt(r.get("marks"), _finite) or 0.0,
+                    job_bytes={k[len(QUEUE_JOB_PREFIX):]: _finite(v) for k, v in r.items()
+                               if k.startswith(QUEUE_JOB_PREFIX) and v},
+                    drops=_opt(r.get("drops"), float))
+
+
+def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
+    """Rows of iterations.csv and the number of malformed rows skipped."""
+    return _load(path, _iteration)
+
+
 def load_phases(path: Path | str) -> tuple[list[PhaseRow], int]:
     """Rows of phases.csv and the number of malformed rows skipped."""
-    raw, bad = _read_csv(Path(path))
-    out: list[PhaseRow] = []
-    for r in raw:
-        try:
-            out.append(PhaseRow(
-                job=r["job"], rank=_int(r["rank"]), iteration=_int(r["iteration"]), phase=_int(r["phase"]),
-                name=r["name"], kind=r["kind"], collective=r["collective"], bytes=_opt(r["bytes"], _int),
-                t_start=float(r["t_start"]), t_end=float(r["t_end"]), duration=float(r["duration"]),
-                bytes_sent=_int(r["bytes_sent"]), planned_s=_opt(r["planned_s"], float),
-                delay_s=_opt(r["delay_s"], float)))
-        except (KeyError, ValueError):
-            bad += 1
-    return out, bad
+    return _load(path, _phase)
 
 
 def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
-    raw, bad = _read_csv(Path(path))
-    out: list[ThroughputRow] = []
-    for r in raw:
-        try:
-            out.append(
-                ThroughputRow(
-                    job=r["job"],
-                    rank=_int(r["rank"]),
-                    t=_finite(r["t"]),
-                    bin_s=_finite(r["bin_s"]),
-                    bytes=_int(r["bytes"]),
-                    **{k: _opt_int(r.get(k) or None) for k in THROUGHPUT_SENDER_COLUMNS},
-                )
-            )
-        except (KeyError, ValueError):
-            bad += 1
-    return out, bad
+    return _load(path, _throughput)
 
 
 def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
-    raw, bad = _read_csv(Path(path))
-    out: list[QueueRow] = []
-    for r in raw:
-        try:
-            job_bytes = {k[len(QUEUE_JOB_PREFIX):]: _finite(v) for k, v in r.items()
-                         if k.startswith(QUEUE_JOB_PREFIX) and v}
-            out.append(
-                QueueRow(
-                    t=_finite(r["t"]),
-                    switch=r["switch"],
-                    port=r["port"],
-                    depth=_finite(r["depth"]),
-                    marks=_finite(r["marks"]) if r.get("marks") not in (None, "") else 0.0,
-                    job_bytes=job_bytes,
-                    drops=float(r["drops"]) if r.get("drops") not in (None, "") else None,
-                )
-            )
-        except (KeyError, ValueError):
-            bad += 1
-    return out, bad
+    return _load(path, _queue)
 
 
 def load_run(results_dir: Path | str) -> RunData:
@@ -239,20 +218,18 @@ def load_run(results_dir: Path | str) -> RunData:
     summary = load_summary(root)
     if not os.path.lexists(root / ITERATIONS_CSV):
         raise ConfigError(shown(str(root / ITERATIONS_CSV)), "missing (not a complete results folder)")
-    iterations, bad_iter = load_iterations(root / ITERATIONS_CSV)
-    malformed = {ITERATIONS_CSV: bad_iter}
-    throughput: list[ThroughputRow] = []
-    if (root / THROUGHPUT_CSV).exists():
-        throughput, bad = load_throughput(root / THROUGHPUT_CSV)
-        malformed[THROUGHPUT_CSV] = bad
-    phases: list[PhaseRow] = []
-    if (root / PHASES_CSV).exists():
-        phases, bad = load_phases(root / PHASES_CSV)
-        malformed[PHASES_CSV] = bad
-    queue: list[QueueRow] | None = None
-    if (root / QUEUE_CSV).exists():
-        queue, bad = load_queue(root / QUEUE_CSV)
-        malformed[QUEUE_CSV] = bad
+    malformed: dict[str, int] = {}
+    iterations, malformed[ITERATIONS_CSV] = _load(root / ITERATIONS_CSV, _iteration)
+
+    def optional(name: str, row: Callable[[dict[str, str]], R]) -> list[R] | None:
+        if not (root / name).exists():
+            return None
+        rows, malformed[name] = _load(root / name, row)
+        return rows
+
+    throughput = optional(THROUGHPUT_CSV, _throughput) or []
+    phases = optional(PHASES_CSV, _phase) or []
+    queue = optional(QUEUE_CSV, _queue)
     return RunData(
         results_dir=root,
         summary=summary,

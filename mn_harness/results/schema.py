@@ -185,7 +185,8 @@ class JobSummary:
     cc: str | None = entry("its congestion control's kernel name")
     iterations: int | None = entry("complete iterations (every rank has a row), warm-up included")
     iterations_planned: int | None = entry("the configured iterations (what missing rows count against)")
-    missing_rows: int | None = entry("(rank, iteration) pairs of the planned ones without a row")
+    missing_rows: int | None = entry("(rank, iteration) pairs of the planned ones without a row (a worker that "
+                                     "was killed, a line cut off)")
     bytes_per_iteration: int | None = entry("the sizes of all its collectives, after scaling")
     bytes_sent_per_worker: int | None = entry("the busiest rank's bytes per iteration")
     bytes_sent_per_rank: list[int] = entry("each rank's bytes per iteration", factory=list)
@@ -214,8 +215,9 @@ class JobSummary:
     mean_iter_s: float | None = entry("mean iteration time after the warm-up")
     p50_iter_s: float | None = entry("median iteration time after the warm-up")
     p99_iter_s: float | None = entry("99th percentile iteration time after the warm-up")
-    slowdown_mean: float | None = entry("mean_iter_s / ideal_iter_s")
-    slowdown_p99: float | None = entry("p99_iter_s / ideal_iter_s")
+    slowdown_mean: float | None = entry("mean_iter_s / ideal_iter_s (the report's is over `isolated_iter_s` "
+                                        "where the run has it)")
+    slowdown_p99: float | None = entry("p99_iter_s / ideal_iter_s (the same)")
     warmup: int = entry("iterations left out of the statistics as warm-up", 0)
     warmup_mean_iter_s: float | None = entry("mean iteration time of the warm-up iterations")
     worker_cpu: WorkerCpu | None = entry("its workers' CPU use; null for runs from before it was recorded")
