@@ -15,7 +15,8 @@ from tests.report.test_metrics import LINK_AB, periodic, summary
 
 
 def _run(times_by_job: dict[str, list[float]], baseline: float = 1.0, warmup: int = 2):
-    """RunMetrics with the given iteration times per job (the only fields span_stats reads)."""
+    """RunMetrics with the given iteration times per job (the only fields span_stats reads;
+    tests/bench/test_repro_table.py uses it too)."""
     jobs = {name: JobMetrics(
         job=name, cc=None, n_iterations=len(times), incomplete_iterations=0, missing_rows=0,
         mean_iter_s=None, p50_iter_s=None, p99_iter_s=None, baseline_iter_s=baseline, baseline="ideal",
