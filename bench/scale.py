@@ -31,13 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import DEFAULT_LOCK, ChunkedLock, mean_ci  # bench/common.py, which makes the package importable
 
-from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.units import parse_bandwidth  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.results.loaders import load_summary
+from mn_harness.units import parse_bandwidth
 
 HOSTS_PER_LEAF = 4
 
@@ -101,13 +99,6 @@ def build_once(raw: dict) -> tuple[float, float, float]:
     return t1 - t0, time.monotonic() - t_stop, used_mb
 
 
-def ci(values: list[float]) -> str:
-    from mn_harness.results.stats import mean_ci95
-
-    m, _, h = mean_ci95(values)
-    return f"{m:.2f}" + ("" if h is None else f" ± {h:.2f}")
-
-
 def setup_sizes(sizes: list[int], repeat: int, lock: ChunkedLock, keys: dict, out: dict) -> None:
     print("shape      hosts switches links  set-up s        tear-down s     memory MB")
     for shape, make in (("dumbbell", dumbbell), ("leafspine", leaf_spine)):
@@ -119,7 +110,7 @@ def setup_sizes(sizes: list[int], repeat: int, lock: ChunkedLock, keys: dict, ou
                     samples.append(build_once(raw))
             ups, downs, mems = (list(x) for x in zip(*samples, strict=True))
             print(f"{shape:<10} {hosts:>5} {len(raw['switches']):>8} {len(raw['links']):>5}  "
-                  f"{ci(ups):<15} {ci(downs):<15} {ci(mems)}", flush=True)
+                  f"{mean_ci(ups, 2):<15} {mean_ci(downs, 2):<15} {mean_ci(mems, 2)}", flush=True)
             keys[f"setup_s_{shape}_{hosts}"] = round(statistics.median(ups), 2)
             keys[f"teardown_s_{shape}_{hosts}"] = round(statistics.median(downs), 2)
             keys[f"memory_mb_{shape}_{hosts}"] = round(statistics.median(mems), 1)
@@ -137,9 +128,9 @@ def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock
                    bytes_per_iteration=nbytes, iterations=iterations)
     with tempfile.TemporaryDirectory() as tmp, lock.run():
         results = run_experiment(Experiment.from_dict(raw), out_root=tmp, log=lambda *_: None)
-        summary = json.loads((results / "summary.json").read_text())
-    return [j["bytes_sent_per_worker"] * 8 / j["mean_iter_s"] / bps if j["mean_iter_s"] else 0.0
-            for j in summary["jobs"].values()]
+        summary = load_summary(results)
+    return [(j.bytes_sent_per_worker or 0) * 8 / j.mean_iter_s / bps if j.mean_iter_s else 0.0
+            for j in summary.jobs.values()]
 
 
 def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations: int, threshold: float,
@@ -150,7 +141,7 @@ def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations
         for n in counts:
             worst = [min(goodput_fractions(n, rate, iterations, lock)) for _ in range(repeat)]
             mean = statistics.mean(worst)
-            print(f"  {n:>3} jobs: {ci(worst)}  (runs: {', '.join(f'{w:.3f}' for w in worst)})", flush=True)
+            print(f"  {n:>3} jobs: {mean_ci(worst, 2)}  (runs: {', '.join(f'{w:.3f}' for w in worst)})", flush=True)
             out.setdefault("jobs", []).append({"rate": rate, "jobs": n, "worst_fraction": worst})
             if mean < threshold:
                 break

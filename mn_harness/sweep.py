@@ -26,6 +26,7 @@ from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_s
 from mn_harness.errors import ConfigError, shown
 from mn_harness.ownership import hand_over, make_dirs, new_stamped_dir
 from mn_harness.progress import format_eta, sweep_eta_s
+from mn_harness.results.loaders import load_summary
 
 PLAN_FILE = "plan.json"
 MAX_RUNS = 10_000  # CCs x --set combinations x repetitions in one comparison
@@ -102,10 +103,9 @@ class Sweep:
         if not folder:
             return False
         try:
-            summary = read_json_file(Path(folder, "summary.json"), "a results summary")
+            return load_summary(folder).status == "completed"
         except ConfigError:  # missing, cut off or not ours: run it again
             return False
-        return isinstance(summary, dict) and summary.get("status") == "completed"
 
     def refs(self) -> list[tuple[str, int, str]]:
         return [(e["label"], e["repetition"], e["results_dir"]) for e in self.runs

@@ -74,9 +74,9 @@ from mininet.node import Node
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
 from mn_harness.dataplane.errors import DataplaneError
+from mn_harness.dataplane.port_rates import Bmv2Rates, PortRate
 from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
 from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
-from mn_harness.fidelity.bmv2_rate import Bmv2Rates, PortRate
 from mn_harness.network.commands import run_in
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.nodes import TimedShell

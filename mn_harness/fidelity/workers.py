@@ -8,9 +8,11 @@ communication phase. Overshoot = how much longer a compute phase took than it wa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from mn_harness.results.schema import PhaseRow
+from mn_harness.results.schema_fidelity import ComputeOvershoot, FidelityWorkers
 from mn_harness.results.stats import percentile
 
 
@@ -26,22 +28,21 @@ def compute_overshoots(phases: Iterable[PhaseRow]) -> list[float]:
     return out
 
 
-def workers_summary(phases: Iterable[PhaseRow]) -> dict:
+def workers_summary(phases: Iterable[PhaseRow]) -> FidelityWorkers:
     """summary.json fidelity.workers: compute overshoot, per job and over all."""
     by_job: dict[str, list[PhaseRow]] = {}
     for row in phases:
         by_job.setdefault(row.job, []).append(row)
     jobs = {job: _overshoot_stats(compute_overshoots(rows)) for job, rows in sorted(by_job.items())}
-    every = [o for rows in by_job.values() for o in compute_overshoots(rows)]
-    return {**_overshoot_stats(every), "jobs": jobs}
+    every = _overshoot_stats([o for rows in by_job.values() for o in compute_overshoots(rows)])
+    return FidelityWorkers(**dataclasses.asdict(every), jobs=jobs)
 
 
-def _overshoot_stats(values: list[float]) -> dict:
+def _overshoot_stats(values: list[float]) -> ComputeOvershoot:
     if not values:
-        return {"compute_phases": 0, "compute_overshoot_mean_ms": None, "compute_overshoot_p99_ms": None,
-                "compute_overshoot_max_ms": None}
+        return ComputeOvershoot(compute_phases=0)
     ordered = sorted(values)
-    return {"compute_phases": len(values),
-            "compute_overshoot_mean_ms": round(sum(values) / len(values) * 1000, 3),
-            "compute_overshoot_p99_ms": round(percentile(ordered, 99) * 1000, 3),
-            "compute_overshoot_max_ms": round(ordered[-1] * 1000, 3)}
+    return ComputeOvershoot(compute_phases=len(values),
+                            compute_overshoot_mean_ms=round(sum(values) / len(values) * 1000, 3),
+                            compute_overshoot_p99_ms=round(percentile(ordered, 99) * 1000, 3),
+                            compute_overshoot_max_ms=round(ordered[-1] * 1000, 3))

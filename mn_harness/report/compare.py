@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from mn_harness.report.aggregate import CompareRow, RunRef, aggregate_metrics, collect, metric_title
+from mn_harness.report.aggregate import APART, SHARES, CompareRow, RunRef, aggregate_metrics, collect, metric_title
+from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS
 from mn_harness.report.markdown import markdown_table, text_table
 
 CSV_COLUMNS = (
@@ -49,16 +50,19 @@ def write_compare_csv(rows: Sequence[CompareRow], path: Path) -> Path:
     return path
 
 
+REACHED = {"convergence_iteration": "converged", "first_apart": "apart"}  # aggregate.SHARES' iterations
+
+
 def _cell(r: CompareRow) -> str:
-    if r.metric == "convergence_iteration" and r.of:
+    if r.metric in REACHED and r.of:
         median = "never" if r.median is None else f"{r.median:.1f}"
-        return f"{median} ({r.n}/{r.of} converged)"
-    if r.metric == "converged" and r.mean is not None and r.interval is not None:
+        return f"{median} ({r.n}/{r.of} {REACHED[r.metric]})"
+    if r.metric in SHARES and r.mean is not None and r.interval is not None:
         return f"{r.mean * 100:.0f}% [{r.interval[0] * 100:.0f}–{r.interval[1] * 100:.0f}] (n={r.n}/{r.runs})"
     if r.mean is None:
         return f"- (n=0/{r.runs})"
     scale, digits = (1e3, 1) if r.metric.endswith("_s") else (1.0, 3)
-    if r.metric == "convergence_iteration":
+    if r.metric in REACHED or r.metric == "relapses":
         digits = 1
     if r.metric == "overlap_mean":
         scale, digits = 100.0, 1
@@ -99,7 +103,11 @@ def render_compare_md(
         "`all`: mean over jobs (convergence: latest among jobs with a rival). Convergence: the "
         "median convergence iteration over every run that had rivals, a run that never converged "
         "counting as later than any (\"never\": the median run never did), and how many converged; "
-        "`converged`: that fraction with its 95% Wilson interval."
+        "`converged`: that fraction with its 95% Wilson interval. Scope `all` also has the headline "
+        f"figures: `{APART}`, the fraction of runs whose jobs first stood apart by iteration {APART_WITHIN}, "
+        "with its Wilson interval; `first_apart`, the median over runs of that first iteration (as for "
+        "convergence); `relapses`, later iterations in which they overlapped again (runs that stood "
+        f"apart); the mean and p99 slowdown over each run's last {LAST_ITERATIONS} iterations."
     )
     for scope, body in tables.items():
         lines += ["", f"## {scope}", "", markdown_table(["metric", *labels], body)]

@@ -37,8 +37,7 @@ from typing import Any
 
 from mn_harness.report.fairness import bytes_in_window, jain_index, job_throughput
 from mn_harness.results.iterations import Interval, JobIteration, job_iterations, job_stats, ratio
-from mn_harness.results.loaders import Summary
-from mn_harness.results.schema import IterationRow, ThroughputRow
+from mn_harness.results.schema import IterationRow, RunSummary, ThroughputRow
 from mn_harness.results.stats import mean, percentile
 
 DEFAULT_CONVERGENCE_THRESHOLD = 0.10
@@ -279,7 +278,7 @@ def _link_fairness(
 
 
 def compute_metrics(
-    summary: Summary,
+    summary: RunSummary,
     iterations: Sequence[IterationRow],
     throughput: Sequence[ThroughputRow] = (),
     threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
@@ -290,7 +289,7 @@ def compute_metrics(
     for row in iterations:
         if row.job not in order:
             order.append(row.job)
-    expected = {j: len(info.workers) for j, info in summary.jobs.items() if info.workers}
+    expected = {j: len(info.hosts) for j, info in summary.jobs.items() if info.hosts}
     iters = job_iterations(iterations, expected)
     notes: list[str] = []
     for name, bad in (malformed_rows or {}).items():
@@ -302,7 +301,7 @@ def compute_metrics(
     for job in order:
         info = summary.jobs.get(job)
         all_iters = iters.get(job, [])
-        n_ranks = len(info.workers) if info and info.workers else None
+        n_ranks = len(info.hosts) if info and info.hosts else None
         if n_ranks is None:
             n_ranks = len({r.rank for r in iterations if r.job == job})
         seen_iter = max((i.iteration for i in all_iters), default=-1) + 1
@@ -323,6 +322,7 @@ def compute_metrics(
         contended = [(o.iteration, o.overlap) for o in ovs if o.contended]
         contended_vals = [ov for it, ov in contended if ov is not None and it >= warmup]
         by_it = {o.iteration: o for o in ovs}
+        predicted, aligned = summary.predicted(job)
         jobs_out[job] = JobMetrics(
             job=job,
             cc=summary.cc.get(job),
@@ -354,8 +354,8 @@ def compute_metrics(
             warmup=warmup,
             warmup_iterations=stats.warmup_iterations,
             warmup_mean_iter_s=stats.warmup_mean_iter_s,
-            predicted_slowdown=info.predicted_slowdown if info else None,
-            predicted_aligned_slowdown=info.predicted_aligned_slowdown if info else None,
+            predicted_slowdown=predicted,
+            predicted_aligned_slowdown=aligned,
         )
 
     series = job_throughput(throughput)

@@ -93,15 +93,16 @@ def test_report_shows_the_cassini_prediction_next_to_the_measurement(tmp_path):
 
 def test_phase_table_lists_phases_of_jobs_beyond_the_short_form():
     from mn_harness.report.markdown import phase_rows
+    from mn_harness.results.loaders import parse_summary
 
-    summary = {"jobs": {
+    summary = parse_summary({"jobs": {
         "plain": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.3},
                                   {"name": "ring_allreduce", "kind": "comm", "collective": "ring_allreduce",
                                    "mean_s": 0.2, "busbw_Bps": 1e8}]},
         "fsdp": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.1,
                                   "mean_delay_s": 0.004},
                                  {"name": "all_gather", "kind": "comm", "collective": "all_gather",
-                                  "mean_s": 0.05, "busbw_Bps": 1.125e8}]}}}
+                                  "mean_s": 0.05, "busbw_Bps": 1.125e8}]}}})
     rows = phase_rows(summary)
     assert rows == [["fsdp", "compute", "compute", "-", "100.0", "-", "4.0"],
                     ["fsdp", "all_gather", "comm", "all_gather", "50.0", "0.900", "-"]]
