@@ -12,8 +12,8 @@ from typing import Any
 
 from mn_harness.collectives.pipeline import ACTIVATIONS, BACKWARD, FORWARD, GRADIENTS, one_f_one_b
 from mn_harness.worker.collective import tag
-from mn_harness.worker.op import Op
 from mn_harness.worker.transport import Transport
+from mn_harness.worker.transport_op import TransportOp
 
 
 def run_pass(transport: Transport, op: dict[str, Any], stage: int, iteration: int) -> int:
@@ -21,7 +21,7 @@ def run_pass(transport: Transport, op: dict[str, Any], stage: int, iteration: in
     ranks: list[int] = op["ranks"]
     p, m = len(ranks), op["micro_batches"]
     act, grad = op["bytes"], op["grad_bytes"]
-    sends: list[Op] = []
+    sends: list[TransportOp] = []
     sent = 0
     for kind, b in one_f_one_b(p, m, stage):
         if kind == FORWARD:
