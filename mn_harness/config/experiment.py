@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
@@ -247,7 +248,7 @@ class Experiment:
         programs = {s.name: s.program for s in self.switches}
         pool: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
-            if job.collective != "inc_allreduce":
+            if collectives.get(job.collective).engine != collectives.INC:
                 continue
             peers = {next(p for p, _ in self.neighbours()[w]) for w in job.workers}
             switch = peers.pop() if len(peers) == 1 else None

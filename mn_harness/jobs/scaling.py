@@ -11,20 +11,40 @@ experiment is valid, so config.yaml and summary.json carry the scaled bytes."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
-from mn_harness.collectives import INC
+from mn_harness.collectives import Schedule
 from mn_harness.config import Experiment, JobConfig
 from mn_harness.config.presets import ScaledWorkload
 from mn_harness.config.workload import CommPhase, Phase
+from mn_harness.jobs.ideal import PlanView
 from mn_harness.network.plan import NetworkPlan
 
 
+@dataclass(frozen=True)
+class UniformLinks:
+    """The emulated network's paths with every link at one rate (the real cluster's)."""
+
+    on: PlanView
+    bps: float
+
+    def link_loads(self, schedule: Schedule) -> dict[str, int]:
+        return self.on.link_loads(schedule)
+
+    def link_bps(self, link: str) -> float:
+        return self.bps
+
+    def path_bps(self, src: int, dst: int) -> float:
+        return self.bps
+
+
 def phase_times(plan: NetworkPlan, phase: CommPhase, real_bps: float) -> tuple[float, float, float]:
-    """(seconds at real_link everywhere, seconds on the emulated links, that link's rate)."""
-    loads = plan.phase_link_loads(phase)
-    rates = plan.link_bps()
-    link = max(sorted(loads), key=lambda label: loads[label] / rates[label])
-    return max(loads.values()) * 8 / real_bps, loads[link] * 8 / rates[link], rates[link]
+    """(seconds at real_link everywhere, seconds on the emulated links, the rate that bounds
+    it there): its time on the wire (collectives' records), along the plan's routes."""
+    emulated = PlanView(plan, phase.participants)
+    on_real = phase.record.time_on_wire(phase.call(), UniformLinks(emulated, real_bps))
+    on_emulated = phase.record.time_on_wire(phase.call(), emulated)
+    return on_real.seconds, on_emulated.seconds, on_emulated.bottleneck_bps
 
 
 def scale_job(job: JobConfig, plan: NetworkPlan) -> JobConfig:
@@ -37,11 +57,7 @@ def scale_job(job: JobConfig, plan: NetworkPlan) -> JobConfig:
         if not isinstance(phase, CommPhase):
             phases.append(phase)
             continue
-        if phase.collective == INC:
-            emulated = plan.job_bottleneck_bps(job.workers)
-            t_real, t_emul = phase.bytes * 8 / real, phase.bytes * 8 / emulated
-        else:
-            t_real, t_emul, emulated = phase_times(plan, phase, real)
+        t_real, t_emul, emulated = phase_times(plan, phase, real)
         factor = t_real / t_emul
         comm_real += t_real
         largest = max(largest, (t_real, emulated))

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from mn_harness.collectives import INC
+from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.delays import compute_plan
 from mn_harness.jobs.program import job_program
@@ -43,7 +43,8 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
     for job in experiment.jobs:
         job_id = job_ids[job.name]
         ips = tuple(plan.host_ip[w] for w in job.hosts)
-        program = [] if job.collective == INC else job_program(job)
+        # a program is made of schedules: in-network aggregation (none) runs without one
+        program = job_program(job) if collectives.get(job.collective).schedule is not None else []
         means = [p.compute.mean_s for p in job.compute_phases]
         for rank, host in enumerate(job.hosts):
             stem = worker_stem(raw_dir, job.name, rank)

@@ -18,7 +18,7 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mn_harness.collectives.schedule import Schedule, Transfer
 from mn_harness.worker.transport import Transport
@@ -39,7 +39,7 @@ def segments(nbytes: int, segment_bytes: int) -> list[int]:
     return [segment_bytes] * full + ([rest] if rest else [])
 
 
-def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], iteration: int,
+def post(transport: Transport, schedule: Schedule, me: int, ranks: Sequence[int], iteration: int,
          op_id: int) -> tuple[list[TransportOp], int]:
     """Post local rank `me`'s transfers (`ranks[local]` = the job rank to talk to). Returns the
     posted operations and the bytes this rank sends.
@@ -138,7 +138,7 @@ class CommStream(threading.Thread):
         self.join()
 
 
-def runner(transport: Transport, schedule: Schedule, me: int, ranks: list[int], iteration: int,
+def runner(transport: Transport, schedule: Schedule, me: int, ranks: Sequence[int], iteration: int,
            op_id: int) -> Callable[[], int]:
     """What the stream runs for one collective: post, then wait for all of it."""
     def run() -> int:
