@@ -205,7 +205,7 @@ def scenario_run(name: str, cc: str, iterations: int, warmup: int, out: Path) ->
     results = run_experiment(exp, out_root=out, log=lambda *_: None)
     summary = json.loads((results / "summary.json").read_text())
     rows, _ = load_iterations(results / "iterations.csv")
-    iters = job_iterations(rows, {j.name: j.n for j in exp.jobs})
+    iters = job_iterations(rows, {j.name: j.n_workers for j in exp.jobs})
     slow_mean, slow_p99 = [], []
     for job in exp.jobs:
         times = [i.iter_time for i in iters.get(job.name, []) if i.complete and i.iteration >= warmup]

@@ -52,7 +52,7 @@ def test_torch_demo_completes_with_every_row_on_the_jobs_cc(tmp_path):
     results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
     rows = read_csv(results / "iterations.csv")
     keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in rows}
-    assert keys == {(j.name, rank, it) for j in exp.jobs for rank in range(j.n) for it in range(j.iterations)}
+    assert keys == {(j.name, rank, it) for j in exp.jobs for rank in range(j.n_workers) for it in range(j.iterations)}
     assert len(rows) == len(keys)
     for r in rows:
         assert float(r["iter_time"]) >= 0.060 - 1e-3

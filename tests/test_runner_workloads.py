@@ -71,7 +71,7 @@ def test_every_collective_runs_with_every_row_and_its_bytes(tmp_path, collective
     comm = [p for p in phases if p["kind"] == "comm"]
     assert len(comm) == n_ranks * 3 and {p["collective"] for p in comm} == {collective}
     compute = [p for p in phases if p["kind"] == "compute"]
-    assert len(compute) == exp.jobs[0].n * 3  # servers do not compute
+    assert len(compute) == exp.jobs[0].n_workers * 3  # servers do not compute
 
 
 def test_pipeline_and_a_sequence_of_collectives(tmp_path):

@@ -257,8 +257,8 @@ class Experiment:
                 raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
                                   "aggregation switch (bmv2 data plane, program: aggregation)")
             assert job.inc is not None  # set for every inc_allreduce job
-            if job.n > AGG_MAX_WORKERS:
-                raise ConfigError(f"jobs[{i}].workers", f"{job.n} workers; in-network aggregation "
+            if job.n_workers > AGG_MAX_WORKERS:
+                raise ConfigError(f"jobs[{i}].workers", f"{job.n_workers} workers; in-network aggregation "
                                   f"takes at most {AGG_MAX_WORKERS} (the switch's worker bitmap)")
             pool[switch] = pool.get(switch, 0) + 2 * job.inc.slots
             if pool[switch] > AGG_POOL:
@@ -290,7 +290,7 @@ class Experiment:
 
 def _host_path(i: int, job: JobConfig, k: int) -> str:
     """YAML path of the job's k-th host (workers first, then servers)."""
-    return f"jobs[{i}].workers[{k}]" if k < job.n else f"jobs[{i}].servers[{k - job.n}]"
+    return f"jobs[{i}].workers[{k}]" if k < job.n_workers else f"jobs[{i}].servers[{k - job.n_workers}]"
 
 
 def load_experiment(path: str | Path) -> Experiment:

@@ -225,8 +225,8 @@ class JobConfig:
         object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_idle_s))
 
     @property
-    def n(self) -> int:
-        """Workers (the ranks that compute)."""
+    def n_workers(self) -> int:
+        """The ranks that compute (the job's `servers` do not)."""
         return len(self.workers)
 
     @property
@@ -253,6 +253,7 @@ class JobConfig:
 
     @property
     def n_ranks(self) -> int:
+        """Every rank: the workers, then the servers."""
         return len(self.hosts)
 
     def rank_of(self, host: str) -> int:

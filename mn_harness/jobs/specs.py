@@ -58,7 +58,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
                 throughput_path=str(stem) + ".throughput.jsonl",
                 bin_s=experiment.run.throughput_bin_s,
                 program=program, compute_plan=compute_plan(job, rank, experiment.run.seed),
-                compute_means=means, computes=rank < job.n, transport=transport,
+                compute_means=means, computes=rank < job.n_workers, transport=transport,
                 **_inc_fields(job, job_id, plan.gateway(host).peer_ip, experiment.run.seed),
             )))
     return out

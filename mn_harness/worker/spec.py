@@ -49,7 +49,8 @@ class WorkerSpec:
     inc_timeout_s: float = 0.05  # minimum retransmission timeout
 
     @property
-    def n(self) -> int:
+    def n_ranks(self) -> int:
+        """Every rank of the job, servers included (torch's world size)."""
         return len(self.ips)
 
     def ops(self) -> list[ProgramOp]:
@@ -57,7 +58,7 @@ class WorkerSpec:
         return self.program or [
             ComputeOp("compute", 0, 0, 1.0),
             CollectiveOp(self.collective, 1, 0, self.collective, self.bytes_per_iteration,
-                         tuple(range(self.n)))]
+                         tuple(range(self.n_ranks)))]
 
     def durations(self, iteration: int) -> list[float]:
         """Seconds of each compute phase in `iteration` for this rank."""

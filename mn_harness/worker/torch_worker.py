@@ -162,17 +162,17 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     collective = collectives.get(spec.collective)
     try:
         dist.init_process_group("gloo", init_method=f"tcp://{spec.ips[0]}:{spec.port}", rank=spec.rank,
-                                world_size=spec.n, timeout=timedelta(seconds=spec.connect_timeout_s))
+                                world_size=spec.n_ranks, timeout=timedelta(seconds=spec.connect_timeout_s))
     except Exception as exc:  # rendezvous failures come as RuntimeError/DistStoreError etc.
         raise SystemExit(f"worker: {spec.job} rank {spec.rank}: torch.distributed rendezvous at "
                          f"{spec.ips[0]}:{spec.port} failed: {' '.join(str(exc).split())[:300]}") from None
-    tensor = torch.ones(max(spec.n, (spec.bytes_per_iteration + 3) // 4), dtype=torch.float32)
-    op = _collective(collective.torch_call, tensor, spec.n)
+    tensor = torch.ones(max(spec.n_ranks, (spec.bytes_per_iteration + 3) // 4), dtype=torch.float32)
+    op = _collective(collective.torch_call, tensor, spec.n_ranks)
     dist.barrier()  # every pair of ranks connected before the check and the start
     diag = SockDiag()
     sockets = diag.tcp_sockets()
     check_congestion_control(spec, sockets)
-    sent = collective.bytes_sent(collectives.Call(spec.bytes_per_iteration, spec.n))[spec.rank]
+    sent = collective.bytes_sent(collectives.Call(spec.bytes_per_iteration, spec.n_ranks))[spec.rank]
     print("READY", flush=True)
     t0 = wait_for_go()
     sampler = BinSampler(GlooSenders(diag, spec, sockets), t0, spec.bin_s)
