@@ -163,8 +163,8 @@ def straggler_to_raw(s: StragglerConfig) -> dict:
 
 def job_to_raw(job: JobConfig) -> dict:
     """The short form when the job is one (compute, then its collective, no jitter or overlap),
-    else the resolved phase list. A preset, a scale rule or a trace are resolved away (they are
-    in summary.json: `model`, `scaled`, `trace`)."""
+    else the resolved phase list. A preset, an applied scale rule or a trace are resolved away
+    (they are in summary.json: `model`, `scaled`, `trace`)."""
     _covers(job, {"name", "workers", "bytes_per_iteration", "compute_s", "iterations", "collective",
                   "start_offset_s", "cc", "inc", "phases", "servers", "stragglers", "model", "scale", "scaled",
                   "trace"})
@@ -178,6 +178,9 @@ def job_to_raw(job: JobConfig) -> dict:
     else:
         raw["phases"] = [phase_to_raw(p) for p in job.phases]
     raw.update(iterations=job.iterations, start_offset=duration(job.start_offset_s), cc=cc_to_raw(job.cc))
+    if job.unscaled:  # not yet applied: the file keeps the rule, so loading and scaling give the same
+        assert job.scale is not None
+        raw["scale"] = {"real_link": bandwidth(job.scale.real_link_bps)}
     if job.stragglers:
         raw["stragglers"] = [straggler_to_raw(s) for s in job.stragglers]
     if job.inc is not None:

@@ -99,7 +99,9 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, raw: Any, default_name: str = "experiment", base_dir: Path | None = None) -> Experiment:
-        """`base_dir`: where relative paths in the file (a job's `trace`) are read from."""
+        """`base_dir`: where relative paths in the file (a job's `trace`) are read from. A job's
+        `scale` rule is recorded, not applied: it needs the network plan, so it is the step after
+        loading (mn_harness.jobs.scaling.apply_scaling)."""
         check_keys(raw, "", TOP_KEYS, {"hosts", "links", "jobs"})
         name = raw.get("experiment", default_name)
         if not isinstance(name, str) or not EXPERIMENT_RE.fullmatch(name):
@@ -197,11 +199,6 @@ class Experiment:
         queue_telemetry_directions(experiment)  # the links it names exist
         experiment._check_inc_jobs()
         experiment.check_dataplane_limits(experiment.run.dataplane)
-        if any(job.scale for job in experiment.jobs):
-            # the scale rule needs the jobs' bottlenecks, a fact of the network plan
-            from mn_harness.jobs.scaling import apply_scaling
-
-            experiment = apply_scaling(experiment)
         return experiment
 
     def _check_interface_names(self) -> None:

@@ -225,6 +225,12 @@ class JobConfig:
         object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_idle_s))
 
     @property
+    def unscaled(self) -> bool:
+        """True while the job's `scale` rule waits to be applied (jobs.scaling.apply_scaling):
+        its bytes are still the real cluster's."""
+        return self.scale is not None and self.scaled is None
+
+    @property
     def n_workers(self) -> int:
         """The ranks that compute (the job's `servers` do not)."""
         return len(self.workers)

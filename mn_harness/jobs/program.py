@@ -30,6 +30,7 @@ def collective_op(job: JobConfig, phase: CommPhase, index: int, op_id: int, *, n
 
 
 def job_program(job: JobConfig) -> list[ProgramOp]:
+    require_scaled(job)
     ops: list[ProgramOp] = []
     pending: list[int] = []  # async collectives not yet waited for
     ids_of: dict[int, list[int]] = {}  # phase index -> its collectives' ids
@@ -74,6 +75,13 @@ def job_program(job: JobConfig) -> list[ProgramOp]:
             next_id += 1
     wait(list(pending))
     return ops
+
+
+def require_scaled(job: JobConfig) -> None:
+    """A job's bytes are what runs only once its scale rule is applied (a step after loading)."""
+    if job.unscaled:
+        raise ValueError(f"job {job.name!r}: its scale rule is not applied yet "
+                         "(mn_harness.jobs.scaling.apply_scaling after loading the experiment)")
 
 
 def collective_ops(program: list[ProgramOp]) -> list[CollectiveOp]:

@@ -1,12 +1,19 @@
-"""The scale rule (`scale: {real_link: 100Gbit}`, config/presets.py) applied to a job.
+"""The scale rule (`scale: {real_link: 100Gbit}`, config/presets.py) applied to a job: the step
+after loading an experiment.
 
 Keep the real iteration time T and communication fraction a: compute stays as it is, and every
-communication phase's bytes are multiplied by (its ideal time on a network whose links all run
-at `real_link`) / (its ideal time on the emulated network), so its communication time — and with
-it a — is what it was on the real cluster. On uniform links that is S * C' / real_link, i.e.
-a * T * C' / 8 bytes on the wire. Ideal times are the plan's link loads (jobs/ideal.py);
-in-network aggregation scales by its ring bottleneck. Called by Experiment.from_dict once the
-experiment is valid, so config.yaml and summary.json carry the scaled bytes."""
+communication phase's bytes are multiplied by (its time on the wire on a network whose links
+all run at `real_link`) / (its time on the wire on the emulated network), so its communication
+time — and with it a — is what it was on the real cluster. On uniform links that is
+S * C' / real_link, i.e. a * T * C' / 8 bytes on the wire. The times are the collectives'
+records' arithmetic on the plan's routes (the busiest link; in-network aggregation: its ring
+hops' slowest path).
+
+The rule needs the network plan, which needs a loaded experiment, so loading records it
+(JobConfig.scale) and `apply_scaling` applies it: the command line, the Python API's builders
+and `as_experiment`, and compare's variants call it once an experiment is loaded; config.yaml
+and summary.json carry the scaled bytes. Until then a job is `unscaled` and the jobs layer
+refuses to run or time it (jobs.program.require_scaled)."""
 
 from __future__ import annotations
 
@@ -73,6 +80,10 @@ def scale_job(job: JobConfig, plan: NetworkPlan) -> JobConfig:
 
 
 def apply_scaling(experiment: Experiment) -> Experiment:
+    """The experiment with every job's scale rule applied (the same object when there is none
+    left to apply)."""
+    if not any(job.unscaled for job in experiment.jobs):
+        return experiment
     plan = NetworkPlan(experiment)
-    return experiment.with_jobs(scale_job(job, plan) if job.scale and not job.scaled else job
+    return experiment.with_jobs(scale_job(job, plan) if job.unscaled else job
                                 for job in experiment.jobs)

@@ -19,7 +19,7 @@ from pathlib import Path
 from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.delays import compute_plan
-from mn_harness.jobs.program import job_program
+from mn_harness.jobs.program import job_program, require_scaled
 from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
@@ -41,6 +41,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
     job_ids = experiment.job_ids()
     transport = json.loads(os.environ.get(TRANSPORT_ENV) or "{}")
     for job in experiment.jobs:
+        require_scaled(job)
         job_id = job_ids[job.name]
         ips = tuple(plan.host_ip[w] for w in job.hosts)
         # a program is made of schedules: in-network aggregation (none) runs without one
