@@ -169,8 +169,6 @@ class LinkConfig:
         return cls(a, b, bw, queue, delay, threshold)
 
 
-
-
 @dataclass(frozen=True)
 class IncConfig:
     """Options of collective inc_allreduce (mn_harness/worker/inc.py, mn_harness/p4/programs/aggregation.p4)."""
@@ -226,8 +224,7 @@ class JobConfig:
 
     @property
     def unscaled(self) -> bool:
-        """True while the job's `scale` rule waits to be applied (jobs.scaling.apply_scaling):
-        its bytes are still the real cluster's."""
+        """Its `scale` rule is not applied yet (jobs.scaling): the bytes are the real cluster's."""
         return self.scale is not None and self.scaled is None
 
     @property
@@ -259,7 +256,6 @@ class JobConfig:
 
     @property
     def n_ranks(self) -> int:
-        """Every rank: the workers, then the servers."""
         return len(self.hosts)
 
     def rank_of(self, host: str) -> int:
@@ -299,8 +295,7 @@ class JobConfig:
             raise ConfigError(f"{path}.compute" if "compute" in raw else size_path,
                               f"{compute_s:g}s of compute per iteration; at most {MAX_COMPUTE_S:g}s")
         record = collectives.get(collective)
-        missing = record.missing() if record.missing is not None else None  # torch_*: PyTorch
-        if missing:
+        if record.missing is not None and (missing := record.missing()):  # torch_*: PyTorch
             raise ConfigError(f"{path}.collective", f"{collective} needs {missing}")
         inc = None
         if record.engine == collectives.INC:

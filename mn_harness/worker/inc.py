@@ -375,7 +375,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "phases": [
                     record(0, "compute", "compute", "", None, t_start - t0, t_compute_end - t0,
                            planned=spec.means()[0], delay=seconds - spec.means()[0]),
-                    record(1, "inc_allreduce", "comm", "inc_allreduce", spec.bytes_per_iteration,
+                    record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,
                            t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],
             }) + "\n")
             it_out.flush()
