@@ -46,36 +46,41 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported(node: ast.AST, path: Path, known: set[str]) -> set[str]:
+    """The mn_harness modules one import statement of the file at `path` names (a name imported
+    from a package that is not a module counts as the package)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.startswith("mn_harness")}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+        base = ".".join(anchor + ([base] if base else []))
+    if not base.startswith("mn_harness"):
+        return set()
+    return {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
+
+
 def module_level_imports(path: Path, known: set[str]) -> set[str]:
     """mn_harness modules imported at module level (not inside functions, not TYPE_CHECKING)."""
     tree = ast.parse(path.read_text())
-    me = module_name(path)
-    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     out: set[str] = set()
 
     def visit(body):
         for node in body:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
                 continue
-            if isinstance(node, ast.Import):
-                out.update(a.name for a in node.names if a.name.startswith("mn_harness"))
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    base = ".".join(anchor + ([base] if base else []))
-                if not base.startswith("mn_harness"):
-                    continue
-                for alias in node.names:
-                    sub = f"{base}.{alias.name}"
-                    out.add(sub if sub in known else base)
-            elif isinstance(node, (ast.If, ast.Try)):
+            out.update(imported(node, path, known))
+            if isinstance(node, (ast.If, ast.Try)):
                 visit(node.body)
                 visit(getattr(node, "orelse", []))
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
     visit(tree.body)
-    out.discard(me)
+    out.discard(module_name(path))
     return out
 
 
@@ -172,25 +177,11 @@ def layer_of(module: str) -> int:
 def all_imports(path: Path, known: set[str]) -> set[str]:
     """mn_harness modules imported anywhere in the file (functions too), except for type checking."""
     tree = ast.parse(path.read_text())
-    me = module_name(path)
-    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     typing_only = {id(node) for block in ast.walk(tree)
                    if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.dump(block.test)
                    for node in ast.walk(block)}
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("mn_harness"))
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            if base.startswith("mn_harness"):
-                out.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names)
-    out.discard(me)
+    out = {m for node in ast.walk(tree) if id(node) not in typing_only for m in imported(node, path, known)}
+    out.discard(module_name(path))
     return out
 
 
