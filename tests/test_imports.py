@@ -30,6 +30,17 @@ def test_import_mn_harness_and_its_api_names_load_no_heavy_module():
     assert not {"mininet", "grpc", "matplotlib", "p4", "pandas"} & top, top
 
 
+def test_building_an_experiment_leaves_the_api_network_its_name():
+    """The network layer's package and the API's `network` share a name, and importing the
+    package sets it as an attribute of mn_harness: building an experiment without a scale rule
+    (as examples/mid_run.py does before mh.network) must not import it."""
+    code = ("import sys, mn_harness as mh; "
+            f"mh.ExperimentBuilder.from_file({str(PACKAGE.parent / 'topologies/dumbbell-2jobs.yaml')!r}).build(); "
+            "print('mn_harness.network' in sys.modules, callable(mh.network) and mh.network.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "mn_harness.api"]
+
+
 def test_import_mn_harness_alone_loads_nothing_but_the_version():
     """The worker in every emulated host imports the package: it must stay the standard library."""
     modules = loaded_after("import mn_harness")

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mn_harness.collectives import Ideal, Schedule
 from mn_harness.config import JobConfig
 from mn_harness.config.workload import ComputePhase
 from mn_harness.jobs.program import collective_ops, job_program
-from mn_harness.network.plan import NetworkPlan
 from mn_harness.units import format_duration, format_size
 from mn_harness.worker.program_ops import CollectiveOp, ComputeOp, ProgramOp, WaitOp
+
+if TYPE_CHECKING:  # the caller's plan: importing this module (API builders) loads no network layer
+    from mn_harness.network.plan import NetworkPlan
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mn_harness.collectives import Schedule
 from mn_harness.config import Experiment, JobConfig
 from mn_harness.config.presets import ScaledWorkload
 from mn_harness.config.workload import CommPhase, Phase
 from mn_harness.jobs.ideal import PlanView
-from mn_harness.network.plan import NetworkPlan
+
+if TYPE_CHECKING:
+    from mn_harness.network.plan import NetworkPlan
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,10 @@ def apply_scaling(experiment: Experiment) -> Experiment:
     left to apply)."""
     if not any(job.unscaled for job in experiment.jobs):
         return experiment
+    # the plan only when a rule needs it: building an experiment alone loads no network layer
+    # (whose package name the API's lazy `mn_harness.network` would otherwise meet first)
+    from mn_harness.network.plan import NetworkPlan
+
     plan = NetworkPlan(experiment)
     return experiment.with_jobs(scale_job(job, plan) if job.unscaled else job
                                 for job in experiment.jobs)
