@@ -109,7 +109,7 @@ def main() -> int:
     parser.add_argument("--state", default="/tmp/mn-harness-bench-collectives.json",
                         help="finished runs (resume); delete it to start over")
     args = parser.parse_args()
-    names = args.only.split(",") if args.only else list(collectives.SCHEDULED)
+    names = args.only.split(",") if args.only else list(collectives.names(engine=collectives.SYNTHETIC))
     if args.transport:
         os.environ[TRANSPORT_ENV] = args.transport
     # the effective tunables (defaults and overrides), so runs of an older default are not reused

@@ -191,7 +191,7 @@ def scenario_run(name: str, cc: str, iterations: int, warmup: int, out: Path) ->
     exp = Experiment.from_dict(scenario_raw(name, cc, iterations), f"bench-ecn-{name}")
     run = load_run(run_experiment(exp, out_root=out, log=lambda *_: None))
     summary = run.summary
-    iters = job_iterations(run.iterations, {j.name: j.n for j in exp.jobs})
+    iters = job_iterations(run.iterations, {j.name: j.n_workers for j in exp.jobs})
     slow_mean, slow_p99 = [], []
     for job in exp.jobs:
         times = [i.iter_time for i in iters.get(job.name, []) if i.complete and i.iteration >= warmup]

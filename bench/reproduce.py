@@ -52,6 +52,7 @@ from mn_harness.config import Experiment
 from mn_harness.config.loader import read_experiment_file
 from mn_harness.config.overrides import apply_variant, parse_value
 from mn_harness.jobs.ideal import ideal_iteration_s
+from mn_harness.jobs.scaling import apply_scaling
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep
 
@@ -142,7 +143,7 @@ def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     raw = read_experiment_file(TOPOLOGIES / file)
     raw = apply_variant(raw, [*fixed, *changes], create=True)
     if iterations:
-        exp = Experiment.from_dict(raw)
+        exp = apply_scaling(Experiment.from_dict(raw))
         plan = NetworkPlan(exp)
         periods = [ideal_iteration_s(job, plan)[0] for job in exp.jobs]
         for job, period in zip(raw["jobs"], periods, strict=True):

@@ -144,7 +144,7 @@ class Session:
         self._note(socket_cc=self.launcher.socket_cc())
         self.dataplane.start_telemetry(self.results_dir, self.t0)
         self.fidelity.start_host()  # summary.json cpu_load and fidelity.host: while the jobs run
-        self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n} workers, "
+        self.log("jobs: " + ", ".join(f"{j.name} ({self.cc_names[j.name]}, {j.n_workers} workers, "
                                       f"{j.iterations} iterations)" for j in self.experiment.jobs))
         for hook in self.on_jobs_started:
             hook(self)

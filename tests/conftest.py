@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from mn_harness.collectives.gloo import INSTALL_HINT, torch_importable
 from mn_harness.p4.toolchain import find_toolchain
-from mn_harness.worker.torch_collectives import INSTALL_HINT, torch_importable
 
 REQUIRE_BMV2_ENV = "MN_HARNESS_REQUIRE_BMV2"
 

@@ -27,11 +27,12 @@ def need_root(command: str) -> None:
 
 
 def load(path: str, args: argparse.Namespace) -> Experiment:
-    """The experiment file with the command line's overrides (--cc, --dataplane) applied and
-    validated like the file itself."""
+    """The experiment file, its jobs scaled, with the command line's overrides (--cc,
+    --dataplane) applied and validated like the file itself."""
     from mn_harness.cc.spec import CCSpec
+    from mn_harness.jobs.scaling import apply_scaling
 
-    experiment = load_experiment(path)
+    experiment = apply_scaling(load_experiment(path))
     if getattr(args, "cc", None) is not None:
         experiment = experiment.with_cc(CCSpec.from_dict(args.cc, "--cc"))
     if getattr(args, "dataplane", None):

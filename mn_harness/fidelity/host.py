@@ -2,7 +2,7 @@
 
 In a real cluster every worker has its own cores and every switch its own ASIC; here they all
 share a few cores, and a late softirq (the HTB timer, veth, TCP) is a late packet. Measured from
-the reads of mn_harness.cpu_load's sampler (every 100 ms while the jobs run): per core, the share
+the reads of mn_harness.fidelity.cpu_load's sampler (every 100 ms while the jobs run): per core, the share
 of time busy, in softirq and taken by the VM's host (steal), and how often it was saturated;
 the run queue (procs_running, which counts the reader itself); and the share of intervals in
 which every core was saturated, the one a waiting task could not escape."""
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mn_harness.cpu_load import SATURATED, StatSample
+from mn_harness.fidelity.cpu_load import SATURATED, StatSample
 from mn_harness.results.schema_fidelity import FidelityCore, FidelityHost
 from mn_harness.results.stats import percentile
 

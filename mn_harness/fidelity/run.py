@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.config.fidelity import FidelityThresholds
-from mn_harness.cpu_load import CpuLoadSampler
-from mn_harness.cpu_load import warning as cpu_warning
 from mn_harness.dataplane.port_rates import PortRate
+from mn_harness.fidelity.cpu_load import CpuLoadSampler
+from mn_harness.fidelity.cpu_load import warning as cpu_warning
 from mn_harness.fidelity.host import host_summary
 from mn_harness.fidelity.link import LinkGaps
 from mn_harness.fidelity.link_monitor import LinkMonitor, LinkSettings, shaped_egresses

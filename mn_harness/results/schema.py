@@ -45,7 +45,7 @@ THROUGHPUT_COLUMNS = ("job", "rank", "t", "bin_s", "bytes", *THROUGHPUT_SENDER_C
 # `drops` is empty where the data plane cannot see its queue's drops (BMv2)
 QUEUE_BASE_COLUMNS = ("t", "switch", "port", "link", "depth", "depth_max", "packets", "marks", "drops")
 QUEUE_JOB_PREFIX = "bytes_"
-# cpu.csv: the machine's CPU (all cores) per sampling interval ending at t (mn_harness.cpu_load)
+# cpu.csv: the machine's CPU (all cores) per sampling interval ending at t (mn_harness.fidelity.cpu_load)
 CPU_COLUMNS = ("t", "interval_s", "busy", "steal")
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
 CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mn_harness.cpu_load import CoreTimes, CpuTimes, StatSample, read_stat
+from mn_harness.fidelity.cpu_load import CoreTimes, CpuTimes, StatSample, read_stat
 from mn_harness.fidelity.host import host_summary
 from mn_harness.fidelity.workers import compute_overshoots, workers_summary
 from mn_harness.results.schema import PhaseRow

@@ -18,6 +18,7 @@ from mn_harness import collectives
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.collective import CommStream, post, runner, segments
 from mn_harness.worker.pipeline import run_pass
+from mn_harness.worker.program_ops import PipelineOp
 from mn_harness.worker.transport import Transport, TransportError, Tunables
 
 CC = "reno"  # allowed for unprivileged sockets on every kernel
@@ -66,7 +67,7 @@ def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeou
     return results, acked
 
 
-CASES = [(name, n) for name in collectives.SCHEDULED if name != "pipeline" for n in (2, 3, 4)]
+CASES = [(name, n) for name in collectives.names(engine=collectives.SYNTHETIC, pipeline_pass=False) for n in (2, 3, 4)]
 
 
 @pytest.mark.parametrize("window,recv_ready", [(0, False), (2, False), (2, True), (0, True)])
@@ -104,8 +105,8 @@ def test_collective_moves_exactly_its_schedules_bytes(name, n, window, recv_read
 
 def test_pipeline_pass_moves_activations_and_gradients():
     p, m = 3, 4
-    op = {"op": "pipeline", "id": 1, "ranks": [0, 1, 2], "bytes": 30_000, "grad_bytes": 20_000,
-          "micro_batches": m, "forward_s": 0.001, "backward_s": 0.002}
+    op = PipelineOp("pipeline", 0, 1, "pipeline", 30_000, (0, 1, 2), micro_batches=m, forward_s=0.001,
+                    backward_s=0.002, grad_bytes=20_000)
     sent, acked = ranks_run(p, lambda r, t: run_pass(t, op, r, 0), peers=lambda r: {r - 1, r + 1} & {0, 1, 2})
     sched = collectives.schedule("pipeline", 30_000, p, micro_batches=m, grad_bytes=20_000)
     assert [sent[r] for r in range(p)] == sched.bytes_sent_per_rank()

@@ -10,16 +10,16 @@ import threading
 from collections.abc import Callable, Iterable
 
 TAG_BYTES = 16  # the tag at the start of every operation's bytes (mn_harness/worker/collective.py)
-_CALLBACKS = threading.Lock()  # guards every Op's done flag against its callbacks
+_CALLBACKS = threading.Lock()  # guards every TransportOp's done flag against its callbacks
 
 
-class Op:
+class TransportOp:
     """One posted send or receive; `done` is set when it finished (or failed). A `handshake`
     send waits for the peer's READY (Tunables.recv_ready)."""
 
     __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "_callbacks")
 
-    def __init__(self, nbytes: int, tag: bytes, after: Iterable[Op] = (), handshake: bool = False):
+    def __init__(self, nbytes: int, tag: bytes, after: Iterable[TransportOp] = (), handshake: bool = False):
         self.nbytes = nbytes
         self.tag = tag[:TAG_BYTES]
         self.after = tuple(after)
@@ -52,7 +52,7 @@ class Op:
             raise self.error
 
 
-def when_all(ops: Iterable[Op], fn: Callable[[], None]) -> None:
+def when_all(ops: Iterable[TransportOp], fn: Callable[[], None]) -> None:
     """Call fn() once every op in ops has finished (at once if they all have)."""
     ops = list(ops)
     left = [len(ops) + 1]
