@@ -35,9 +35,11 @@ CONVERGED = "converged"  # 1 = converged, 0 = never, None = no rival: runs that 
 APART = f"apart_by_{APART_WITHIN}"  # 1 = apart by then, 0 = not, None = no rival
 LAST = f"last_{LAST_ITERATIONS}"
 HEADLINE_METRICS = (APART, "first_apart", "relapses", f"{LAST}_slowdown_mean", f"{LAST}_slowdown_p99")
+FAITHFUL = "faithful"  # 1 = the run's fidelity verdict was faithful, 0 = unfaithful, None = unchecked
 # a share of the runs (its Wilson interval) -> the iteration whose median over runs goes with it
 # (a run that never got there counting as later than any)
 SHARES = {CONVERGED: "convergence_iteration", APART: "first_apart"}
+SHARE_METRICS = (*SHARES, FAITHFUL)  # shares of the runs: their Wilson interval
 
 
 def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
@@ -79,6 +81,7 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
               None if head.last is None else head.last.slowdown, None if head.last is None else head.last.slowdown_p99)
     for name, value in zip(HEADLINE_METRICS, values, strict=True):
         out[(ALL_SCOPE, name)] = None if value is None else float(value)
+    out[(ALL_SCOPE, FAITHFUL)] = {"faithful": 1.0, "unfaithful": 0.0}.get(metrics.fidelity or "")
     return out
 
 
@@ -186,7 +189,7 @@ def aggregate_metrics(results: Sequence[tuple[RunRef, RunMetrics]]) -> list[Comp
             vals = values.get((label, scope, name), [])
             m, s, h = mean_ci95(vals) if vals else (None, None, None)
             row = CompareRow(label, scope, name, runs_per_label[label], len(vals), m, s, h, list(vals))
-            if name in SHARES and vals:
+            if name in SHARE_METRICS and vals:
                 row.ci95_half, row.interval = None, wilson_ci95(round(sum(vals)), len(vals))
             if reached.get((label, scope, name)):
                 row.median = median_with_never(reached[(label, scope, name)])
@@ -204,7 +207,7 @@ def aggregate(runs: Sequence[tuple[str, int, Path | str] | RunRef]) -> list[Comp
 def metric_title(metric: str) -> str:
     if metric.endswith("_s"):
         return metric[:-2] + " (ms)"
-    if metric == "overlap_mean" or metric in SHARES:
+    if metric == "overlap_mean" or metric in SHARE_METRICS:
         return f"{metric} (%)"
     if metric in SHARES.values():
         return f"{metric} (median)"

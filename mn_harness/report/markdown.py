@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mn_harness.report import headline as headlines
+from mn_harness.report.fidelity import fidelity_lines
 from mn_harness.report.metrics import (
     DEFAULT_CONVERGENCE_THRESHOLD,
     JobMetrics,
@@ -177,8 +178,9 @@ def format_table(metrics: RunMetrics) -> str:
     if metrics.links:
         parts.append(text_table(LINK_HEADERS, link_rows(metrics)))
     parts.append(text_table(headlines.HEADERS, [headlines.headline_row(headlines.headline(metrics))]))
-    if metrics.notes:
-        parts.append("\n".join(f"note: {n}" for n in metrics.notes))
+    notes = [*metrics.notes, *([f"fidelity: {metrics.fidelity}"] if metrics.fidelity else [])]
+    if notes:
+        parts.append("\n".join(f"note: {n}" for n in notes))
     return "\n\n".join(parts)
 
 
@@ -209,6 +211,7 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         f"iterations in which one overlapped more; n/a: no job shares a link). Last "
         f"{headlines.LAST_ITERATIONS}: mean over jobs of their mean and p99 iteration time over their last "
         f"{headlines.LAST_ITERATIONS} iterations, over the baseline.")
+    lines += fidelity_lines(s.fidelity, markdown_table)
     lines += cassini_lines(s)
     phases = phase_rows(s)
     if phases:

@@ -246,9 +246,14 @@ class RunMetrics:
     missing_rows_total: int
     convergence_threshold: float
     notes: list[str] = field(default_factory=list)
+    # summary.json fidelity.verdict (faithful, unfaithful, unchecked), None for runs without it:
+    # carried for compare and load(), not stored again in summary.json's metrics
+    fidelity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["fidelity"]
+        return out
 
 
 def _link_fairness(
@@ -391,4 +396,5 @@ def compute_metrics(
         missing_rows_total=missing_total,
         convergence_threshold=threshold,
         notes=notes,
+        fidelity=summary.fidelity.verdict if summary.fidelity else None,
     )

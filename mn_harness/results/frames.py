@@ -99,7 +99,7 @@ def _rows(run: RunData, label: str, repetition: int):
     jobs = []
     for jm in metrics.jobs.values():
         fields = {k: v for k, v in dataclasses.asdict(jm).items() if k not in ("per_iteration", "rivals")}
-        jobs.append({**key, **fields, "rivals": ",".join(jm.rivals)})
+        jobs.append({**key, **fields, "rivals": ",".join(jm.rivals), "fidelity": metrics.fidelity})
     phases = [{**key, "cc": cc.get(r.job), **dataclasses.asdict(r)} for r in run.phases]
     return iterations, throughput, queue, jobs, phases
 

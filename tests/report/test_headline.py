@@ -99,5 +99,5 @@ def test_compare_aggregates_the_headline_over_repetitions(tmp_path):
     run = load_run(runs[2][2])
     flat = flatten_metrics(compute_metrics(run.summary, run.iterations, run.throughput))
     assert flat[("all", "apart_by_10")] == 0.0 and flat[("all", "first_apart")] is None
-    text = write_compare(runs, tmp_path / "cmp", plots=False).read_text()
+    text = write_compare(runs, tmp_path / "cmp", plots=False).md.read_text()
     assert "| apart_by_10 (%) | 67% [" in text and "| first_apart (median) | 0.0 (2/3 apart) |" in text
