@@ -19,7 +19,7 @@ from mn_harness.fidelity.verdict import fidelity_block, link_violations
 from mn_harness.fidelity.workers import workers_summary
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.network.errors import NetworkError
-from mn_harness.results.schema import PhaseRow
+from mn_harness.results.schema import IterationRow, PhaseRow
 from mn_harness.results.schema_fidelity import Fidelity, FidelityHost
 
 
@@ -109,10 +109,10 @@ class RunFidelity:
         """The data plane's own switch ports (BMv2: their rates while backlogged)."""
         self.switch_ports = dict(ports)
 
-    def block(self, phases: Sequence[PhaseRow]) -> Fidelity:
+    def block(self, iterations: Sequence[IterationRow], phases: Sequence[PhaseRow]) -> Fidelity:
         """summary.json `fidelity`."""
         return fidelity_block(self.thresholds, self.links, self.link_unavailable, self.host,
-                              workers_summary(phases), self.cost_s, self.switch_ports, self.kernel_s)
+                              workers_summary(phases, iterations), self.cost_s, self.switch_ports, self.kernel_s)
 
     def close(self) -> None:
         if self._monitor is not None:

@@ -96,13 +96,18 @@ def host_violations(host: FidelityHost | None, t: FidelityThresholds) -> list[Fi
 
 def worker_violations(workers: FidelityWorkers | None, t: FidelityThresholds) -> list[FidelityViolation]:
     out: list[FidelityViolation] = []
-    limit_ms = t.compute_overshoot_s * 1000
+    over_ms, lag_ms = t.compute_overshoot_s * 1000, t.send_lag_s * 1000
     for job, stats in (workers.jobs if workers is not None else {}).items():
         p99 = stats.compute_overshoot_p99_ms
-        if p99 is not None and p99 > limit_ms:
-            out.append(FidelityViolation("workers", job, p99, limit_ms,
+        if p99 is not None and p99 > over_ms:
+            out.append(FidelityViolation("workers", job, p99, over_ms,
                                          f"workers of {job}: compute phases overslept by {p99:g} ms at the p99 "
-                                         f"(at most {limit_ms:g} ms)"))
+                                         f"(at most {over_ms:g} ms)"))
+        lag = stats.send_lag_p99_ms
+        if lag is not None and lag > lag_ms:
+            out.append(FidelityViolation("workers", job, lag, lag_ms,
+                                         f"workers of {job}: a send that could go waited {lag:g} ms to be written "
+                                         f"(p99 over iterations of the longest wait; at most {lag_ms:g} ms)"))
     return out
 
 

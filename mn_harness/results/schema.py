@@ -30,7 +30,7 @@ PHASES_CSV = "phases.csv"
 
 # iterations.csv: one row per job, rank and iteration
 ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
-                     "iter_time", "comm_time", "bytes_sent", "cpu_s")
+                     "iter_time", "comm_time", "bytes_sent", "cpu_s", "send_lag_mean_s", "send_lag_max_s")
 # phases.csv: one row per job, rank, iteration and phase the rank took part in
 PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collective", "bytes",
                  "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
@@ -74,6 +74,10 @@ class IterationRow:
     # in lines from before it was recorded. With several workers per core, a job whose
     # workers need the CPU while others do is slowed by the machine, not only by the network.
     cpu_s: float | None = None
+    # how long the rank's sends waited to be written once they could be (mean, max over the
+    # iteration's sends); None where not measured (torch workers, older runs)
+    send_lag_mean_s: float | None = None
+    send_lag_max_s: float | None = None
 
     @classmethod
     def from_worker(cls, record: Mapping[str, Any]) -> IterationRow:
@@ -86,7 +90,8 @@ class IterationRow:
         return cls(str(record["job"]), int(record["rank"]), int(record["iteration"]), t_start,
                    t_comm_start, t_comm_end, round(t_end - t_start, 6),
                    round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]),
-                   None if record.get("cpu_s") is None else float(record["cpu_s"]))
+                   *(None if record.get(k) is None else float(record[k])
+                     for k in ("cpu_s", "send_lag_mean_s", "send_lag_max_s")))
 
 
 @dataclass(frozen=True)

@@ -72,18 +72,24 @@ class FidelityHost:
 
 
 @dataclass(frozen=True)
-class ComputeOvershoot:
+class WorkerTiming:
     compute_phases: int | None = entry("compute phase rows (phases.csv), warm-up included")
     compute_overshoot_mean_ms: float | None = entry("mean of how much longer a compute phase slept than asked")
     compute_overshoot_p99_ms: float | None = entry("its 99th percentile")
     compute_overshoot_max_ms: float | None = entry("its maximum")
+    send_lag_mean_ms: float | None = entry("mean over iterations of the mean time a send waited to be written "
+                                           "once it could be (iterations.csv send_lag_mean_s; null: not "
+                                           "measured, torch workers)")
+    send_lag_p99_ms: float | None = entry("99th percentile over iterations of the longest such wait")
+    send_lag_max_ms: float | None = entry("the longest such wait")
 
 
 @dataclass(frozen=True)
-class FidelityWorkers(ComputeOvershoot):
-    """The workers' invariant: an emulated GPU computes for exactly as long as asked."""
+class FidelityWorkers(WorkerTiming):
+    """The workers' invariant: an emulated GPU computes for exactly as long as asked, and a
+    worker sends what it may send at once."""
 
-    jobs: dict[str, ComputeOvershoot] = entry("per job", factory=dict, keys="job")
+    jobs: dict[str, WorkerTiming] = entry("per job", factory=dict, keys="job")
 
 
 @dataclass(frozen=True)

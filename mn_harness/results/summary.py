@@ -138,13 +138,14 @@ def update_summary(results_dir: Path, change: Callable[[RunSummary], RunSummary]
 
 def write_run_results(experiment: Experiment, plan: NetworkPlan, results_dir: Path,
                       cc_names: dict[str, str], facts: RunFacts,
-                      fidelity: Callable[[Sequence[PhaseRow]], Fidelity] | None = None) -> RunSummary:
+                      fidelity: Callable[[Sequence[IterationRow], Sequence[PhaseRow]], Fidelity] | None = None
+                      ) -> RunSummary:
     """The results folder from the workers' raw files: iterations.csv, phases.csv,
     throughput.csv and summary.json (with what the session observed, and `fidelity`: the
     verdict made from the run's monitors and its phases). Returns the summary."""
     rows, phases, throughput = write_run_csvs(results_dir / "raw", results_dir)
     if fidelity is not None:
-        facts = dataclasses.replace(facts, fidelity=fidelity(phases))
+        facts = dataclasses.replace(facts, fidelity=fidelity(rows, phases))
     summary = summarise(experiment, plan, rows, cc_names, phases, throughput, facts)
     write_summary(results_dir, summary)
     return summary

@@ -8,7 +8,9 @@ a record (consecutive slices of one compute phase — DDP's backward between buc
 merge into one): times since T0, bytes sent, and for compute the planned mean and the delay
 applied (jitter, stragglers). The iteration's line keeps the columns every metric reads:
 t_comm_start = the first collective's start, t_comm_end = the last one's end, t_end = when the
-iteration ended, cpu_s = the CPU time the worker process (all its threads) took meanwhile."""
+iteration ended, cpu_s = the CPU time the worker process (all its threads) took meanwhile,
+send_lag_mean_s / send_lag_max_s = how long its sends waited to be written once they could be
+(what they waited for had arrived: mn_harness.fidelity's workers' invariant)."""
 
 from __future__ import annotations
 
@@ -93,13 +95,17 @@ class IterationRunner:
                     collect([op.id])
         collect(list(handles))
         t_end, cpu_s = time.monotonic(), time.process_time() - cpu_start
+        lags = self.transport.take_lags()
         comm = [r for r in records if r["kind"] == "comm"]
         t_comm_start = min((r["t_start"] for r in comm), default=self._t(t_end))
         t_comm_end = max((r["t_end"] for r in comm), default=self._t(t_end))
         return {"job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": self._t(t_start), "t_comm_start": t_comm_start, "t_comm_end": t_comm_end,
                 "t_end": self._t(t_end), "bytes_sent": sum(r["bytes_sent"] for r in comm),
-                "cpu_s": round(cpu_s, 6), "phases": sorted(records, key=lambda r: (r["t_start"], r["phase"]))}
+                "cpu_s": round(cpu_s, 6),
+                "send_lag_mean_s": round(sum(lags) / len(lags), 6) if lags else None,
+                "send_lag_max_s": round(max(lags), 6) if lags else None,
+                "phases": sorted(records, key=lambda r: (r["t_start"], r["phase"]))}
 
     def _compute_record(self, records: list[dict[str, Any]], op: ComputeOp, began: float, ended: float,
                         planned: float, slept: float) -> None:

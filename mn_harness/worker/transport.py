@@ -125,6 +125,8 @@ class Connection:
         self.peer_ready = 0  # READYs the peer sent: handshake sends it has posted receives for
         self.hs_sent = 0     # handshake sends taken for writing
         self.peer_closed = False  # framed: the peer's stream ended (no READY will come)
+        self.ready_at: deque[float] = deque()  # when each READY not yet used by a handshake send came
+        self.lags: list[float] = []  # per send: from what it waited for (data received, READY) to its writing
         self.recvs: queue.SimpleQueue[TransportOp | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
@@ -189,6 +191,7 @@ class Connection:
                     self.broken = self.broken or exc
                 continue
             op = item
+            self._lag(op)
             try:
                 if self.broken is not None:
                     raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
@@ -213,6 +216,18 @@ class Connection:
         except OSError:
             pass
 
+    def _lag(self, op: TransportOp) -> None:
+        """How long the send waited to be written once it could be (the workers' invariant: a
+        real NIC's sender is not delayed by a busy host): from the latest of its posting, its
+        dependencies' completion and (handshake) its READY's arrival."""
+        start = time.monotonic()
+        ready = max([op.posted_at, *(dep.done_at for dep in op.after)])
+        if op.handshake:
+            with self.cv:
+                came = self.ready_at.popleft() if self.ready_at else 0.0
+            ready = max(ready, came)
+        self.lags.append(max(0.0, start - ready))
+
     def _recv_exact(self, view: memoryview, nbytes: int) -> None:
         got = 0
         while got < nbytes:
@@ -236,6 +251,7 @@ class Connection:
                 return kind
             with self.cv:
                 self.peer_ready += 1
+                self.ready_at.append(time.monotonic())
                 self.cv.notify()
 
     def _recv_loop(self) -> None:
@@ -288,6 +304,14 @@ class Transport:
         self.src_port = src_port
         self.tunables = tunables or Tunables()
         self.connections: dict[int, Connection] = {}
+
+    def take_lags(self) -> list[float]:
+        """Every send's lag (Connection._lag) since the last call, over all connections."""
+        out: list[float] = []
+        for conn in self.connections.values():
+            lags, conn.lags = conn.lags, []
+            out += lags
+        return out
 
     def _prepare(self, sock: socket.socket) -> None:
         set_cc(sock, self.cc)

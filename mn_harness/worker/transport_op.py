@@ -7,6 +7,7 @@ Standard library only: this runs inside each emulated host."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 TAG_BYTES = 16  # the tag at the start of every operation's bytes (mn_harness/worker/collective.py)
@@ -17,7 +18,7 @@ class TransportOp:
     """One posted send or receive; `done` is set when it finished (or failed). A `handshake`
     send waits for the peer's READY (Tunables.recv_ready)."""
 
-    __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "_callbacks")
+    __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "posted_at", "done_at", "_callbacks")
 
     def __init__(self, nbytes: int, tag: bytes, after: Iterable[TransportOp] = (), handshake: bool = False):
         self.nbytes = nbytes
@@ -26,6 +27,8 @@ class TransportOp:
         self.handshake = handshake
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.posted_at = time.monotonic()
+        self.done_at = 0.0  # when it finished (CLOCK_MONOTONIC)
         self._callbacks: list[Callable[[], None]] = []
 
     def on_done(self, fn: Callable[[], None]) -> bool:
@@ -40,6 +43,7 @@ class TransportOp:
     def finish(self, error: BaseException | None) -> None:
         with _CALLBACKS:
             self.error = error
+            self.done_at = time.monotonic()
             self.done.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mn_harness.config.fidelity import FidelityThresholds
 from mn_harness.dataplane.port_rates import Bmv2Rates
 from mn_harness.fidelity.link import HIST_BUCKETS, SIZE_CLASSES, LinkGaps
@@ -10,10 +12,10 @@ from mn_harness.results.schema_fidelity import (
     FAITHFUL,
     UNCHECKED,
     UNFAITHFUL,
-    ComputeOvershoot,
     FidelityHost,
     FidelityLink,
     FidelityWorkers,
+    WorkerTiming,
 )
 
 
@@ -29,7 +31,7 @@ def gaps(n: int, within: int, late: int) -> LinkGaps:
 
 
 HOST_OK = FidelityHost(all_saturated_share=0.0, steal_mean=0.0)
-WORKERS_OK = FidelityWorkers(jobs={"j": ComputeOvershoot(compute_overshoot_p99_ms=0.5)})
+WORKERS_OK = FidelityWorkers(jobs={"j": WorkerTiming(compute_overshoot_p99_ms=0.5)})
 
 
 def test_every_invariant_held():
@@ -55,7 +57,7 @@ def test_host_and_workers_violations_and_their_thresholds():
     assert [v.invariant for v in block.violations] == ["host", "host"]
     assert "every core saturated in 20.0%" in block.violations[0].text
     block = fidelity_block(t, {}, None, HOST_OK,
-                           FidelityWorkers(jobs={"j": ComputeOvershoot(compute_overshoot_p99_ms=1.5)}))
+                           FidelityWorkers(jobs={"j": WorkerTiming(compute_overshoot_p99_ms=1.5)}))
     assert block.violations[0].where == "j" and block.verdict == UNFAITHFUL
 
 
@@ -84,3 +86,22 @@ def test_a_bmv2_port_that_sends_below_its_rate_while_backlogged():
     rates.watch("s1", 1, "s1->s2", rate_pps=600)  # the link's rate was halved mid-run
     rates.add("s1", 1, 0.02, 12, mean_depth=10)
     assert rates.by_link()["s1->s2"].ratios[-1] == 1.0
+
+
+def test_a_send_that_waited_is_a_workers_violation_and_thresholds_parse_with_their_paths():
+    from mn_harness.config.fidelity import FidelityThresholds as T
+    from mn_harness.errors import ConfigError
+
+    t = T.from_dict({"send_lag": "2ms", "link_within": 0.95, "compute_overshoot": "1ms"}, "run.fidelity")
+    assert (t.send_lag_s, t.link_within, t.compute_overshoot_s, t.link_tolerance) == (0.002, 0.95, 0.001, 0.1)
+    assert T.from_dict(False, "run.fidelity").enabled is False and T().to_yaml() is True
+    assert T.from_dict(t.to_yaml(), "run.fidelity") == t
+    block = fidelity_block(t, {}, None, HOST_OK, FidelityWorkers(jobs={"j": WorkerTiming(send_lag_p99_ms=3.5)}))
+    (v,) = block.violations
+    assert (v.invariant, v.where, v.measured, v.threshold) == ("workers", "j", 3.5, 2.0)
+    for raw, path in (({"link_within": 1.5}, "run.fidelity.link_within"), ({"send_lag": "-1ms"}, "run.fidelity.send_lag"),
+                      ({"link_min_gaps": 0}, "run.fidelity.link_min_gaps"), ({"bogus": 1}, "run.fidelity.bogus"),
+                      ("yes", "run.fidelity")):
+        with pytest.raises(ConfigError) as err:
+            T.from_dict(raw, "run.fidelity")
+        assert str(err.value).startswith(path + ":"), str(err.value)

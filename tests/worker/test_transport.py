@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 
@@ -215,3 +216,26 @@ def test_a_fixed_source_port_serves_every_connection_a_rank_dials():
     for rank, peers in ends.items():
         for peer, (local, remote) in peers.items():
             assert (local, remote) == ((src, port) if rank > peer else (port, src)), (rank, peer)
+
+
+def test_every_send_records_how_long_it_waited_once_it_could_go():
+    """The workers' invariant: a lag per send, from the latest of its posting, its received
+    dependency and its READY to its writing; a send held back on purpose (here: behind a
+    sleeping peer) does not count as lag."""
+    sched = collectives.schedule("ring_allreduce", 200_000, 2)
+
+    def body(rank, transport):
+        if rank == 1:
+            time.sleep(0.3)  # rank 0's handshake sends wait for rank 1's READYs meanwhile
+        ops, _ = post(transport, sched, rank, [0, 1], 0, 7)
+        for op in ops:
+            op.wait()
+        return transport.take_lags(), transport.take_lags()
+
+    tunables = Tunables(segment_bytes=16 * 1024)
+    got, _ = ranks_run(2, body, tunables)
+    segments_sent = -(-sched.sent_by(0) // tunables.segment_bytes)
+    for rank in (0, 1):
+        lags, again = got[rank]
+        assert len(lags) >= segments_sent and again == []
+        assert all(0 <= lag < 0.25 for lag in lags), max(lags)  # the 0.3 s wait for READY is not lag
