@@ -99,9 +99,10 @@ def test_a_send_that_waited_is_a_workers_violation_and_thresholds_parse_with_the
     block = fidelity_block(t, {}, None, HOST_OK, FidelityWorkers(jobs={"j": WorkerTiming(send_lag_p99_ms=3.5)}))
     (v,) = block.violations
     assert (v.invariant, v.where, v.measured, v.threshold) == ("workers", "j", 3.5, 2.0)
-    for raw, path in (({"link_within": 1.5}, "run.fidelity.link_within"), ({"send_lag": "-1ms"}, "run.fidelity.send_lag"),
-                      ({"link_min_gaps": 0}, "run.fidelity.link_min_gaps"), ({"bogus": 1}, "run.fidelity.bogus"),
-                      ("yes", "run.fidelity")):
+    bad = (({"link_within": 1.5}, "run.fidelity.link_within"), ({"send_lag": "-1ms"}, "run.fidelity.send_lag"),
+           ({"link_min_gaps": 0}, "run.fidelity.link_min_gaps"), ({"bogus": 1}, "run.fidelity.bogus"),
+           ("yes", "run.fidelity"))
+    for raw, path in bad:
         with pytest.raises(ConfigError) as err:
             T.from_dict(raw, "run.fidelity")
         assert str(err.value).startswith(path + ":"), str(err.value)
