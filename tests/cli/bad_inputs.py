@@ -386,6 +386,11 @@ bad_value("gso-zero", "run.gso_max_segs", 0)
 bad_value("gso-65536", "run.gso_max_segs", 65536)
 bad_value("gso-string", "run.gso_max_segs", "16")
 bad_value("gso-float", "run.gso_max_segs", 1.5)
+bad_value("fidelity-string", "run.fidelity", "yes")
+bad_value("fidelity-unknown", "run.fidelity", {"link_width": 0.9}, "run.fidelity.link_width")
+bad_value("fidelity-share", "run.fidelity", {"link_within": 95}, "run.fidelity.link_within")
+bad_value("fidelity-gaps", "run.fidelity", {"link_min_gaps": -1}, "run.fidelity.link_min_gaps")
+bad_value("fidelity-lag", "run.fidelity", {"send_lag": "fast"}, "run.fidelity.send_lag")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:
