@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mn_harness.dataplane import DataplaneError, select_dataplane
-from mn_harness.dataplane.bmv2 import Bmv2Dataplane, resolve_program
+from mn_harness.dataplane.bmv2 import Bmv2Dataplane
+from mn_harness.dataplane.bmv2_setup import resolve_program
 from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns
