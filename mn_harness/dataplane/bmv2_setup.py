@@ -126,6 +126,7 @@ def check_programs(plan: NetworkPlan) -> list[str]:
     if not mine or exp.run.dataplane == "linux":
         return []
     from mn_harness.p4.compile import compile_p4
+    from mn_harness.p4.contract import FEATURES
     from mn_harness.p4.errors import CompileError, ToolchainMissing
     from mn_harness.p4.runtime import P4Info
 
@@ -158,5 +159,5 @@ def check_programs(plan: NetworkPlan) -> list[str]:
             raise ConfigError(where, str(exc).splitlines()[0]) from None
         check_setup(plan, switch, setup, P4Info.from_file(setup.program.p4info_path))
         lines.append(f"program {switch}: {setup.program.source.name} meets the contract for "
-                     f"{', '.join(setup.features())}")
+                     f"{', '.join(FEATURES[f].title for f in setup.features())}")
     return lines

@@ -38,7 +38,7 @@ from mn_harness.p4.runtime import CounterValue
 from mn_harness.p4.telemetry import PortSample, TelemetryReader
 
 from .p4testbed import P4Testbed, TestbedError
-from .packets import Expectation, describe, differences, matches
+from .packets import Expectation, Masked, describe, differences, matches
 from .ports import PortIO
 
 
@@ -203,11 +203,17 @@ class P4Network:
         batch = [packets] if isinstance(packets, (Packet, bytes, bytearray)) else list(packets)
         self._io().send(self.port(port), [bytes(p) for p in batch])
 
-    def expect(self, port: PortSpec, expected: Expectation, timeout: float = 2.0) -> Packet:
-        """The first frame out of `port` that matches `expected` (mn_harness.testing.packets),
-        taken from the port's queue; frames received before it stay there (expect_nothing
-        sees them). AssertionError saying what came instead when none does within `timeout`."""
+    def expect(self, port: PortSpec, expected: Expectation, timeout: float = 2.0,
+               ignore: Iterable[str] = ()) -> Packet:
+        """The first frame out of `port` that matches `expected` (mn_harness.testing.packets;
+        with `ignore`, a packet's fields such as "IP.tos" take the frame's values), taken from
+        the port's queue; frames received before it stay there (expect_nothing sees them).
+        AssertionError saying what came instead when none does within `timeout`."""
         __tracebackhide__ = True  # pytest shows the test's line and this message
+        if ignore:
+            if not isinstance(expected, Packet):
+                raise TypeError("expect(..., ignore=) needs a scapy packet to expect")
+            expected = Masked(expected, ignore)
         p = self.port(port)
         frame = self._io().take(p, lambda data: matches(expected, data), timeout)
         if frame is None:
