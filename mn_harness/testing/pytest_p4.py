@@ -223,4 +223,4 @@ class P4CaseItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.path, None, f"{self.path.name}::{self.case.where} {self.name}"
+        return self.path, 0, f"{self.path.name}::{self.case.where} {self.name}"

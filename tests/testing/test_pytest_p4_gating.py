@@ -51,9 +51,23 @@ def test_uses_its_own_fixture(p4_network):
 '''
 
 
+YAML_CASES = """
+cases:
+  - name: a declarative case
+    send: [{port: h1, packet: {Ether: {}}}]
+    expect: []
+"""
+
+
 def run_cases(tmp_path: Path, require: bool, toolchain: bool) -> tuple[dict[str, str], str, int]:
-    """{test name: PASSED/FAILED/ERROR/SKIPPED/XFAIL}, pytest's output, its exit code."""
+    """{test name: PASSED/FAILED/ERROR/SKIPPED/XFAIL}, pytest's output, its exit code. Without
+    the toolchain a *.p4test.yaml case is run too."""
     (tmp_path / "test_cases.py").write_text(CASES)
+    yaml_file = tmp_path / "cases.p4test.yaml"
+    if toolchain:
+        yaml_file.unlink(missing_ok=True)
+    else:
+        yaml_file.write_text(YAML_CASES)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    bmv2: BMv2\n")
     prefix = tmp_path / "prefix"
     (prefix / "bin").mkdir(parents=True, exist_ok=True)
@@ -65,7 +79,7 @@ def run_cases(tmp_path: Path, require: bool, toolchain: bool) -> tuple[dict[str,
     if require:
         env[REQUIRE_BMV2_ENV] = "1"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "-rA", "-q", "--junitxml=report.xml", "test_cases.py"], cwd=tmp_path,
+                           "-rA", "-q", "--junitxml=report.xml", "."], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)
     outcomes = {}
     for case in ElementTree.parse(tmp_path / "report.xml").iter("testcase"):
@@ -87,7 +101,7 @@ def test_bmv2_tests_skip_with_the_reason_without_bmv2(tmp_path):
     out, text, code = run_cases(tmp_path, require=False, toolchain=False)
     assert code == 0, text
     assert set(out.values()) == {"SKIPPED", "PASSED"}, text
-    assert out["test_uses_its_own_fixture"] == "PASSED", text
+    assert out["test_uses_its_own_fixture"] == "PASSED" and out["a declarative case"] == "SKIPPED", text
     assert "BMv2/p4c not found" in text, text
 
 
@@ -97,7 +111,8 @@ def test_required_bmv2_tests_fail_without_bmv2(tmp_path):
     # skipped before they ran (at setup): reported as errors; the plain test still skips
     assert out == {"test_needs_bmv2": "ERROR", "test_bmv2_skipping_inside": "ERROR",
                    "test_bmv2_xfail": "ERROR", "test_plain_skip": "SKIPPED",
-                   "test_uses_the_compile_fixture": "ERROR", "test_uses_its_own_fixture": "PASSED"}, text
+                   "test_uses_the_compile_fixture": "ERROR", "test_uses_its_own_fixture": "PASSED",
+                   "a declarative case": "ERROR"}, text
     assert f"{REQUIRE_BMV2_ENV}=1 and this bmv2 test would be skipped" in text, text
 
 
