@@ -125,7 +125,8 @@ def check_programs(plan: NetworkPlan) -> list[str]:
     mine = {s.name for s in exp.switches if s.program is not None and s.program not in shipped_programs()}
     if not mine or exp.run.dataplane == "linux":
         return []
-    from mn_harness.p4.compile import compile_p4
+    from mn_harness.errors import one_line
+    from mn_harness.p4.compile import CACHE_ENV, compile_p4
     from mn_harness.p4.contract import FEATURES
     from mn_harness.p4.errors import CompileError, ToolchainMissing
     from mn_harness.p4.runtime import P4Info
@@ -155,6 +156,9 @@ def check_programs(plan: NetworkPlan) -> list[str]:
             setup = switch_setups(plan, build, only={switch})[switch]
         except ToolchainMissing as exc:
             return [f"note: cannot check {where} against the program contract here: {exc}"]
+        except OSError as exc:  # p4c's cache cannot be written (a user without a home)
+            return [f"note: cannot check {where} against the program contract here: cannot write "
+                    f"p4c's cache ({one_line(exc)}; {CACHE_ENV} names another folder)"]
         except CompileError as exc:
             raise ConfigError(where, str(exc).splitlines()[0]) from None
         check_setup(plan, switch, setup, P4Info.from_file(setup.program.p4info_path))

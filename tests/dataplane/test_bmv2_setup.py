@@ -140,3 +140,14 @@ def test_reasons_name_the_settings_that_ask_for_each_feature(tmp_path):
         "queue_telemetry": "run.queue_telemetry samples s1->s2; false or a list of links without it "
                            "turns that off"}
     assert feature_reasons(plan, "s2") == {}
+
+
+@pytest.mark.bmv2
+def test_a_cache_that_cannot_be_written_is_a_note_not_a_traceback(tmp_path):
+    program(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    env = {**os.environ, "MN_HARNESS_P4_CACHE": str(tmp_path / "a-file" / "cache")}
+    out = cli("validate", str(experiment(tmp_path)), env=env)
+    assert out.returncode == 0, out.stderr
+    assert "  note: cannot check switches[0].program against the program contract here: cannot write p4c's " \
+           "cache (" in out.stdout and "MN_HARNESS_P4_CACHE names another folder)" in out.stdout
