@@ -36,9 +36,9 @@ from pathlib import Path
 from mn_harness.config.experiment import Experiment, load_experiment_dict
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR
-from mn_harness.p4.aggregation import AggJob, job_entries, replicas
+from mn_harness.p4.aggregation import AggJob
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
-from mn_harness.p4.bringup import SwitchSetup, bring_up, install_entries
+from mn_harness.p4.bringup import SwitchSetup, bring_up, install_agg_jobs, install_entries
 from mn_harness.p4.compile import CompiledProgram, compile_p4
 from mn_harness.p4.entries import qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
@@ -245,14 +245,12 @@ class P4Testbed:
             self.switches[switch].configure_queues(self.setup(switch).queues)
 
     def reset(self, switch: str) -> None:
-        """`switch`'s pipeline as it was brought up: pushed again (tables, counters and
-        registers start empty), its entries and aggregation jobs written again."""
+        """`switch`'s pipeline as it was brought up: pushed again (tables, counters, registers
+        and multicast groups start empty), its entries and aggregation jobs written again."""
         setup, conn = self.setup(switch), self.conns[switch]
         conn.set_pipeline(self.p4infos[switch], setup.program.read_json())
         install_entries(conn, setup.entries())
-        for job in setup.agg_jobs:  # multicast groups outlive a pipeline push
-            conn.write_multicast_group(job.mcast_group, replicas(job), op="modify")
-            install_entries(conn, job_entries(job))
+        install_agg_jobs(conn, setup.agg_jobs)  # their multicast groups went with the pipeline
 
     def host_ports(self) -> dict[str, tuple[str, int]]:
         """Host -> (switch, port) it is attached to."""

@@ -5,11 +5,12 @@ counters, registers, queues, frames still in flight), registers over Thrift."""
 import time
 
 import pytest
+from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from mn_harness.p4.aggregation import AGGREGATION_P4
+from mn_harness.config.experiment import load_experiment_dict
 from mn_harness.testing.p4network import P4Network, Port, single_switch
 from mn_harness.testing.p4testbed import TestbedError
 
@@ -105,9 +106,29 @@ def test_queue_watch_sees_the_depth_every_packet_saw(net):
     assert sample.marks >= 5  # ECT packets above the default threshold of 20
 
 
-def test_registers_are_read_and_reset():
-    with P4Network(single_switch(), program=AGGREGATION_P4) as agg:
+def inc_experiment():
+    return load_experiment_dict({
+        "hosts": ["h1", "h2", "h3"], "switches": [{"name": "s1", "program": "aggregation"}],
+        "links": [{"endpoints": [h, "s1"]} for h in ("h1", "h2", "h3")], "link_defaults": {"bw": "100Mbit"},
+        "jobs": [{"name": "j", "workers": ["h1", "h2", "h3"], "collective": "inc_allreduce",
+                  "bytes_per_iteration": "1MB", "compute": "1ms", "iterations": 1}], "run": {"dataplane": "bmv2"}})
+
+
+def multicast_groups(net) -> list:
+    entry = p4runtime_pb2.PacketReplicationEngineEntry()
+    entry.multicast_group_entry.multicast_group_id = 0  # all of them
+    return [e.packet_replication_engine_entry.multicast_group_entry for e in net.conn().read([entry])]
+
+
+def test_registers_are_read_and_reset_and_aggregation_jobs_come_back():
+    """aggregation.p4 with an inc_allreduce job: a register written over Thrift is read back and
+    empty after a reset, which writes the job's entries and multicast group again."""
+    with P4Network(inc_experiment()) as agg:
+        assert agg.bed.setup("s1").features()[-1] == "aggregation"
         agg.bed.switches["s1"].cli(["register_write MyIngress.agg_seq 3 42"])
         assert agg.register("agg_seq", 3) == 42
+        [group] = multicast_groups(agg)
         agg.reset()
         assert agg.register("agg_seq", 3) == 0
+        assert multicast_groups(agg) == [group] and len(group.replicas) == 3
+        assert len(agg.entries("agg_job")) == 1
