@@ -205,10 +205,6 @@ def _table_gaps(info, feature: str, need: Table) -> list[Gap]:
     return gaps
 
 
-def _matches(name: str, wanted: str) -> bool:
-    return name == wanted or name.endswith("." + wanted)
-
-
 def _counter_gaps(info, feature: str, need: Counter) -> list[Gap]:
     try:
         counter = info.counter(need.name)
