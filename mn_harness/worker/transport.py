@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from mn_harness.worker.threads import RECV, SEND, name_thread
 from mn_harness.worker.transport_op import TAG_BYTES, TransportOp, when_all
 
 DATA, READY = b"D", b"R"  # message kinds of a framed stream (Tunables.recv_ready)
@@ -182,6 +183,7 @@ class Connection:
                 self.cv.wait()
 
     def _send_loop(self) -> None:
+        name_thread(SEND)
         buf = memoryview(bytearray(self.tunables.io_bytes))
         while (item := self._next()) is not None:
             if isinstance(item, int):
@@ -255,6 +257,7 @@ class Connection:
                 self.cv.notify()
 
     def _recv_loop(self) -> None:
+        name_thread(RECV)
         buf = memoryview(bytearray(self.tunables.io_bytes))
         while True:
             kind = self._kind() if self.framed else DATA
