@@ -45,6 +45,7 @@ from scale import dumbbell
 from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.config.overrides import apply_path, parse_value
+from mn_harness.jobs.specs import TRANSPORT_ENV
 from mn_harness.results.loaders import load_summary
 from mn_harness.runner import run_experiment
 from mn_harness.units import parse_bandwidth
@@ -204,6 +205,7 @@ def main() -> int:
                     help="PATH=VALUE override of every scenario (e.g. run.gso_max_segs=16)")
     ap.add_argument("--top", type=int, default=24, help="rows per table")
     ap.add_argument("--lock", default=DEFAULT_LOCK, help="the measurement lock ('' for none)")
+    ap.add_argument("--chunk-min", type=float, default=10.0, help="hold the lock at most this long at a time")
     ap.add_argument("--json", default=None, help="write the sample counts here")
     args = ap.parse_args()
     names = [n for n in args.scenarios.split(",") if n]
@@ -214,7 +216,7 @@ def main() -> int:
             path, _, value = spec.partition("=")
             raw = apply_path(raw, path, parse_value(value), create=True)
         raws[n] = raw
-    lock = ChunkedLock(args.lock)
+    lock = ChunkedLock(args.lock, args.chunk_min * 60)
     out = Path(tempfile.mkdtemp(prefix="mn-harness-profile-"))
     started = time.monotonic()
     runs: dict[str, list[dict]] = {n: [] for n in names}
@@ -229,7 +231,7 @@ def main() -> int:
     finally:
         lock.release()
     print(f"\nmachine: kernel {os.uname().release}, {os.cpu_count()} cores; overrides: {args.set or 'none'}; "
-          f"mean ± 95% CI over runs")
+          f"transport: {os.environ.get(TRANSPORT_ENV) or 'the defaults'} ({TRANSPORT_ENV}); mean ± 95% CI over runs")
     keys = []
     for n, rs in runs.items():
         print("\n".join(report(n, rs, args.top)))
