@@ -263,3 +263,24 @@ def test_zero_copy_and_copying_transports_put_the_same_bytes_on_the_wire(zero_co
         payload = sum(t.nbytes for t in sched.wire_order(r, 1 - r))
         framing = len(sched.wire_order(r, 1 - r)) + len(sched.wire_order(1 - r, r))  # kinds + READYs
         assert 0 <= acked[r][1 - r] - payload - framing <= 2
+
+
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag(zero_copy):
+    """A NIC serializes too: segments posted at once leave one after another, and the time a
+    segment waits for the segments before it on the same connection to be written (here held
+    up by a peer that reads nothing for 0.3 s, so the socket buffers fill) is the link's, not a
+    busy host's."""
+    sched = collectives.schedule("ring_allreduce", 64 * 1024 * 1024, 2)
+
+    def body(rank, transport):
+        if rank == 1:
+            time.sleep(0.3)
+        ops, _ = post(transport, sched, rank, [0, 1], 0, 7)
+        for op in ops:
+            op.wait()
+        return transport.take_lags()
+
+    tunables = Tunables(segment_bytes=1024 * 1024, window=0, recv_ready=False, zero_copy=zero_copy)
+    got, _ = ranks_run(2, body, tunables)
+    assert all(0 <= lag < 0.25 for lag in got[0]), max(got[0])
