@@ -190,7 +190,8 @@ def job_to_raw(job: JobConfig) -> dict:
 
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
-                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity"})
+                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity",
+                  "shifts"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -207,6 +208,8 @@ def run_to_raw(run: RunConfig) -> dict:
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)
+    if run.shifts.enabled:
+        raw["shifts"] = run.shifts.to_yaml()
     return raw
 
 
