@@ -12,10 +12,12 @@ and re-applies the shifts when a job drifts. Here:
   `E + σ·(shift_j + compute_j)` modulo its period `σ·T_j`, where T_j is its ideal period,
   `σ` the component's pace (the slowest job's recent iteration time, holds left out, over its
   ideal: jobs slower than ideal by the same factor keep their shifts) and E the component's
-  epoch. For each job taken as the reference (E from its last communication start) the others
-  need delays `(target − start) mod σT`; the reference with the least total delay to apply
-  wins (delays only: a job cannot be hurried, so the job that is ahead waits). A job is off
-  when both ways round it is more than `drift`·σT from its target.
+  epoch. Each job's last communication start is measured against the start nearest in time to
+  it of the job that reported last (iteration times vary by tens of percent where phases meet, so σ is only
+  roughly each one's period: over at most half a period that matters little). For each job
+  taken as the reference the others need delays `(target − start) mod σT`; the reference with
+  the least total delay to apply wins (delays only: a job cannot be hurried, so the job that is
+  ahead waits). A job is off when both ways round it is more than `drift`·σT from its target.
 * **Re-applied**: every job that is off gets its delay as a hold at the start of an iteration
   it has not begun (two after the last one it reported: the next one is already computing);
   the worker sleeps there, inside the iteration, so the iteration time counts what the
@@ -91,6 +93,7 @@ class _Seen:
 
     iteration: int = -1
     comm_start: float = 0.0
+    starts: list[float] = field(default_factory=list)  # its recent communication starts, oldest first
     natural: list[float] = field(default_factory=list)
     pending: int | None = None  # a hold was sent for this iteration and no held iteration since reported
 
@@ -113,6 +116,7 @@ class ShiftScheduler:
         if seen is None or iteration <= seen.iteration:
             return
         seen.iteration, seen.comm_start = iteration, comm_start
+        seen.starts = [*seen.starts, comm_start][-PACE_WINDOW:]
         seen.natural = [*seen.natural, natural_s][-PACE_WINDOW:]
         if seen.pending is not None and iteration >= seen.pending and held:
             seen.pending = None
@@ -135,12 +139,26 @@ class ShiftScheduler:
         self.corrections += out
         return out
 
+    def errors(self, jobs: Sequence[str], sigma: float) -> dict[str, float]:
+        """How late each job's last communication start is against its target, relative to the
+        job that reported last (seconds, wrapped into half a period either way): from that job's
+        communication start nearest in time to it, so the pace's error counts over at most half
+        a period, and a job's newest start is judged once another job has one near it."""
+        base = max(jobs, key=lambda j: self.seen[j].comm_start)
+        out = {}
+        for j in jobs:
+            start = self.seen[j].comm_start
+            near = min(self.seen[base].starts, key=lambda c: abs(c - start))
+            period = sigma * self.shifts[j].period_s
+            late = (start - near - sigma * (self.shifts[j].target_s - self.shifts[base].target_s)) % period
+            out[j] = late - period if late > period / 2 else late
+        return out
+
     def delays(self, jobs: Sequence[str], sigma: float, reference: str) -> dict[str, float]:
-        """The delay that brings each job onto its target, with `reference`'s last communication
-        start fixing the epoch: in [0, σ·T_j)."""
-        epoch = self.seen[reference].comm_start - sigma * self.shifts[reference].target_s
-        return {j: (epoch + sigma * self.shifts[j].target_s - self.seen[j].comm_start)
-                % (sigma * self.shifts[j].period_s) for j in jobs}
+        """The delay that brings each job onto its target with `reference` where it is: in
+        [0, σ·T_j)."""
+        late = self.errors(jobs, sigma)
+        return {j: (late[reference] - late[j]) % (sigma * self.shifts[j].period_s) for j in jobs}
 
     def off(self, delay: float, period: float) -> bool:
         """Is a job whose delay to its target is `delay` (of a period `period`) beyond the drift,

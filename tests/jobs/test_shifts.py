@@ -84,37 +84,58 @@ def test_jobs_on_their_shifts_are_left_alone_also_when_both_run_slower_than_idea
 
 
 def test_drift_detected_and_the_job_ahead_held_two_iterations_on():
-    """B's last phase began 0.3 of a period late (A + 0.8 where its shift puts it at A + 0.5):
-    holding A by 0.3 realigns them for less than holding B by 0.7, so A is held by 0.3 at the
-    iteration after the one it is computing; its component is not judged again until A reported
-    the held iteration, and then A and B are on their shifts."""
+    """B's last phase began 0.3 of a period late (A + 0.8 where its shift puts it at A + 0.5).
+    It is judged once A has begun a phase near it; holding A by 0.3 then realigns them for less
+    than holding B by 0.7, so A is held by 0.3 at the iteration after the one it is computing;
+    the component is not judged again until A reported the held iteration, and then A and B are
+    on their shifts."""
     s = ShiftScheduler(SHIFTS, drift=0.1)
     feed(s, "A", 0, [0.6, 1.6, 2.6])
     feed(s, "B", 0, [1.1, 2.1, 3.4])
+    assert s.decide() == []  # nothing of A's near B's newest start yet
+    s.observe("A", 3, 3.6, PERIOD)
     (c,) = s.decide()
-    assert (c.job, c.iteration) == ("A", 4) and c.delay_s == pytest.approx(0.3)
-    feed(s, "A", 3, [3.6])
-    feed(s, "B", 3, [4.4])
-    assert s.decide() == []  # still off, but A's hold (iteration 4) is not reported yet
-    s.observe("A", 4, 4.6 + 0.3, PERIOD, held=True)
-    s.observe("B", 4, 5.4, PERIOD)
+    assert (c.job, c.iteration) == ("A", 5) and c.delay_s == pytest.approx(0.3)
+    s.observe("A", 4, 4.6, PERIOD)
+    s.observe("B", 3, 4.4, PERIOD)
+    assert s.decide() == []  # still off, but A's hold (iteration 5) is not reported yet
+    s.observe("A", 5, 5.6 + 0.3, PERIOD, held=True)
+    feed(s, "B", 4, [5.4, 6.4])
     assert s.decide() == []
-    assert [(x.job, x.iteration) for x in s.corrections] == [("A", 4)]
+    assert [(x.job, x.iteration) for x in s.corrections] == [("A", 5)]
+
+
+def test_a_start_is_judged_against_the_nearest_of_the_others_not_the_last():
+    """A's iterations took 0.7 and 0.5 s where B's pace is 0.6: B's newest start (1.45) is 0.75
+    after A's last reported one (0.7) but 0.25 after A's next (1.2), where its shift puts it. It is
+    not judged against A's old start through a period A did not keep; once A reports 1.2 it is
+    on its shift."""
+    shifts = {"A": JobShift("A", 0, 0.0, 0.5, 0.3), "B": JobShift("B", 0, 0.25, 0.5, 0.3)}
+    s = ShiftScheduler(shifts, drift=0.1)
+    s.observe("A", 0, 0.0, 0.6)
+    s.observe("A", 1, 0.7, 0.6)
+    for k, c in enumerate([0.3, 0.95, 1.45]):
+        s.observe("B", k, c, 0.6)
+    assert s.errors(["A", "B"], s.pace(["A", "B"]))["A"] == pytest.approx(0.05)  # 0.25 before B, not 0.3
+    assert s.decide() == []
+    s.observe("A", 2, 1.2, 0.6)
+    assert s.decide() == []
 
 
 def test_a_hold_that_came_late_keeps_the_component_waiting_until_it_was_taken():
     """The worker began the iteration the hold was for before the line came, so it takes it at
     the next one: the iteration asked for, reported without a hold, is no reason to judge again."""
     s = ShiftScheduler(SHIFTS, drift=0.1)
-    feed(s, "A", 0, [0.6, 1.6, 2.6])
+    feed(s, "A", 0, [0.6, 1.6, 2.6, 3.6])
     feed(s, "B", 0, [1.1, 2.1, 3.4])
     (c,) = s.decide()
-    s.observe("A", 3, 3.6, PERIOD)
-    s.observe("A", 4, 4.6, PERIOD)  # iteration 4 without its hold
+    assert c.iteration == 5
+    s.observe("A", 4, 4.6, PERIOD)
+    s.observe("A", 5, 5.6, PERIOD)  # iteration 5 without its hold
     feed(s, "B", 3, [4.4, 5.4])
-    assert s.decide() == [] and s.seen["A"].pending == 4
-    s.observe("A", 5, 5.6 + c.delay_s, PERIOD, held=True)
-    feed(s, "B", 5, [6.4])
+    assert s.decide() == [] and s.seen["A"].pending == 5
+    s.observe("A", 6, 6.6 + c.delay_s, PERIOD, held=True)
+    feed(s, "B", 5, [6.4, 7.4])
     assert s.decide() == [] and s.seen["A"].pending is None
 
 
@@ -169,19 +190,20 @@ def test_driver_observes_complete_iterations_only_and_sends_holds_to_every_rank(
                            "t_comm_start": comm + 0.01 * rank, "t_comm_end": comm + 0.4, "t_end": comm + 0.4,
                            "hold_s": hold}) + "\n"
 
-    for k, (a, b) in enumerate([(0.6, 1.1), (1.6, 2.1), (2.6, 3.4)]):
+    for k, (a, b) in enumerate([(0.6, 1.1), (1.6, 2.1), (2.6, 3.4), (3.6, None)]):
         for r in range(2):
             with open(paths["A"][r], "a") as f:
                 f.write(line("A", r, k, a))
-            with open(paths["B"][r], "a") as f:
-                f.write(line("B", r, k, b) if (k, r) != (2, 1) else line("B", r, k, b)[:20])  # rank 1 mid-write
+            if b is not None:
+                with open(paths["B"][r], "a") as f:
+                    f.write(line("B", r, k, b) if (k, r) != (2, 1) else line("B", r, k, b)[:20])  # rank 1 mid-write
     assert driver.tick() == []  # B's iteration 2 is not complete: A and B are on their shifts
     with open(paths["B"][1], "a") as f:
         f.write(line("B", 1, 2, 3.4)[20:])
     (c,) = driver.tick()
-    assert c.job == "A" and sent == [("A", f"DELAY 4 {c.delay_s!r}")]
+    assert c.job == "A" and sent == [("A", f"DELAY 5 {c.delay_s!r}")]
     assert driver.scheduler.seen["B"].comm_start == pytest.approx(3.4)
-    assert driver.scheduler.seen["A"].natural == [pytest.approx(1.0)] * 3
+    assert driver.scheduler.seen["A"].natural == [pytest.approx(1.0)] * 4
 
 
 def test_worker_holds_apply_at_the_iteration_due_or_the_first_after():
