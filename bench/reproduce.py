@@ -148,6 +148,7 @@ def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     file, fixed = SUITE[name] if name in SUITE else (name, [])
     raw = read_experiment_file(TOPOLOGIES / file)
     raw = apply_variant(raw, [*fixed, *changes], create=True)
+    raw.setdefault("run", {}).setdefault("shifts", False)  # off; the CC+cassini rows set it
     if iterations:
         exp = apply_scaling(Experiment.from_dict(raw))
         plan = NetworkPlan(exp)

@@ -85,10 +85,23 @@ def test_rows_with_cassinis_shifts_gain_over_their_base_cc():
     assert [table.base_of(label) for label in ("dctcp", "mltcp-dctcp", "dctcp+cassini", "mltcp-dctcp+cassini",
                                                "mltcp-reno:slope=32:restart=on", "cubic+cassini")] == \
         [None, "dctcp", "dctcp", "dctcp", "reno", "cubic"]
-    plan = bench_module("reproduce").round_robin(["dctcp", "dctcp+cassini"], 2)
+    reproduce = bench_module("reproduce")
+    plan = reproduce.round_robin(["dctcp", "dctcp+cassini"], 2)
     assert [(e["label"], e["cc"], e["set"], e["repetition"]) for e in plan] == [
         ("dctcp", "dctcp", [], 0), ("dctcp+cassini", "dctcp", [["run.shifts", "cassini"]], 0),
         ("dctcp", "dctcp", [], 1), ("dctcp+cassini", "dctcp", [["run.shifts", "cassini"]], 1)]
+
+
+def test_a_scenarios_sweep_with_cassini_rows_validates_every_run(tmp_path):
+    """Every scenario file takes `run.shifts` from the bench (off), so a CC+cassini row's --set
+    applies to any scenario; the runs are validated when the sweep is made."""
+    reproduce = bench_module("reproduce")
+    state = {"ccs": ["reno", "mltcp-reno+cassini"], "repeat": 1, "iterations": 4,
+             "scenarios": {"partial": {"set": [], "sweep": None}}}
+    sweep = reproduce._sweep(tmp_path, "partial", state["scenarios"]["partial"], state)
+    plain, shifted = sweep.experiments()
+    assert not plain.run.shifts.enabled and shifted.run.shifts.enabled
+    assert {j.cc.name for j in shifted.jobs} == {"mltcp-reno"}
 
 
 def test_faithful_and_prediction_error_columns():
