@@ -144,10 +144,10 @@ def pattern(host, port, cc, pause, stall, size, kinds):
     import fcntl, termios
     def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
         return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
-    half = b"x" * (size // 2); s = connect(host, port, cc, 2 * len(half), half + half)
-    if s.recv(1) != b"k": raise SystemExit("sink went away")
-    for kind in kinds[1:]:
-        time.sleep(pause); s.sendall(half)
+    half = b"x" * (size // 2); s = connect(host, port, cc, 2 * len(half), half)
+    for i, kind in enumerate(kinds):
+        if i:
+            time.sleep(pause); s.sendall(half)
         if kind == "S":
             while unacked(s): time.sleep(0.001)
             time.sleep(stall)
