@@ -391,6 +391,11 @@ bad_value("fidelity-unknown", "run.fidelity", {"link_width": 0.9}, "run.fidelity
 bad_value("fidelity-share", "run.fidelity", {"link_within": 95}, "run.fidelity.link_within")
 bad_value("fidelity-gaps", "run.fidelity", {"link_min_gaps": -1}, "run.fidelity.link_min_gaps")
 bad_value("fidelity-lag", "run.fidelity", {"send_lag": "fast"}, "run.fidelity.send_lag")
+bad_value("shifts-unknown", "run.shifts", "cassiny")
+bad_value("shifts-on", "run.shifts", True)
+bad_value("shifts-no-schedule", "run.shifts", {"drift": 0.1}, "run.shifts.schedule")
+bad_value("shifts-drift", "run.shifts", {"schedule": "cassini", "drift": 2}, "run.shifts.drift")
+bad_value("shifts-key", "run.shifts", {"schedule": "cassini", "threshold": 0.1}, "run.shifts.threshold")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:
