@@ -38,6 +38,7 @@ from mn_harness.capture import CAPTURE_MARKER, PacketCapture, check_tcpdump, par
 from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
+from mn_harness.config.emulation import record as emulation_record
 from mn_harness.cpu_load import CpuLoadSampler
 from mn_harness.cpu_load import warning as cpu_warning
 from mn_harness.dataplane import select_dataplane
@@ -241,7 +242,8 @@ class Session:
         self.capture = PacketCapture(self.pcap_links, self.results_dir)
         self.cc_names: dict[str, str] = {}
         self.extra: dict[str, Any] = {"dataplane": self.dataplane.name,
-                                      "slow_start_after_idle": exp.run.slow_start_after_idle}
+                                      "slow_start_after_idle": exp.run.slow_start_after_idle,
+                                      "emulation": emulation_record(exp.run)}
         self._started = time.monotonic()
         # the CC of sockets a worker does not own (torch/gloo): its hosts' namespace default
         self.host_cc = HostDefaultCC(exp, on_state=self._record_allowed_ccs, log=self.log)
@@ -265,8 +267,10 @@ class Session:
                                  for name, map_id, bpftool in self.ccm.registered()))
         self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
         self.host_cc.allow(self.cc_names)
+        changed = exp.run.emulation.changed()
         self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
-                 f"{len(exp.links)} links ({self.dataplane.name} data plane)")
+                 f"{len(exp.links)} links ({self.dataplane.name} data plane)"
+                 + (f"; emulation: {', '.join(f'{k} {v}' for k, v in changed.items())}" if changed else ""))
         self.network.build()
         self._record_processes()
         # with ECMP, the data plane's per-flow choices: what jobs, results and hooks see from now on
@@ -332,8 +336,10 @@ class Session:
                 self.log.append_file(f"worker {w.job} rank {w.rank} on {w.host}: stderr", w.stderr_path)
         self.extra.update(self.dataplane.stop_telemetry())
         self.fidelity.switch_ports_from(self.dataplane.switch_port_rates())
-        if self.net is not None:
-            self.extra["link_stats"] = _best_effort(lambda: self.dataplane.link_stats(self.net, self.plan))
+        if self.network is not None and self.net is not None:
+            network = self.network
+            self.extra["link_stats"] = _best_effort(lambda: {**self.dataplane.link_stats(network.net, self.plan),
+                                                             **network.host_link_stats()})
 
     def _stop_cpu_load(self) -> None:
         if self._cpu_load is not None:
