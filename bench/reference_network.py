@@ -21,8 +21,10 @@ Two tables, from the same runs of the harness (the same workers, results and fid
 Runs go round-robin (repetition 1 of every cell, then 2, ...) so the machine's drift spreads
 over all cells. Resumable: every finished run leaves <out>/runs/<cell>__r<k>.json (its results
 folder under <out>/results/), and a second invocation runs only what is missing. The bench takes
-the network lock itself (`--lock`, default /tmp/mn-harness-net.lock) for chunks of at most
-`--chunk-min` minutes, giving it up in between; do not wrap it in flock. `--budget-min` stops
+the network lock itself (`--lock`, default /tmp/mn-harness-net.lock) and the measurement lock
+the other benches take (`--measure-lock`), for chunks of at most `--chunk-min` minutes, giving
+them up in between; do not wrap it in flock. Each run records the share of the cores that
+processes other than its own used meanwhile (`foreign_cpu`): the machine may be shared. `--budget-min` stops
 starting runs after that many minutes of measuring.
 
 Usage: sudo .venv/bin/python bench/reference_network.py [--out bench-reference] [--reps 3]
@@ -36,6 +38,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
+import resource
 import signal
 import sys
 import time
@@ -57,6 +61,8 @@ from mn_harness.results.loaders import load_run  # noqa: E402
 from mn_harness.results.stats import mean, mean_ci95, percentile  # noqa: E402
 
 LOCK = "/tmp/mn-harness-net.lock"
+# the lock bench/reproduce.py and bench/fidelity.py take: held too, so their runs never overlap ours
+MEASURE_LOCK = "/tmp/mn-harness-measure.lock"
 TRAFFIC = {"real": "torch_allreduce", "synthetic": "ring_allreduce"}
 BOTTLENECK = ("s1->s2", "s2->s1")
 
@@ -148,7 +154,23 @@ def run_metrics(results: Path, warmup: int) -> dict[str, Any]:
             "bottleneck_drops": sum((stats.get(k) or {}).get("drops", 0) for k in BOTTLENECK),
             "timeouts": timeouts_per_iteration(summary),
             "steal": (fidelity.get("host") or {}).get("steal_mean"),
+            "busy": cores_busy(summary),
             "status": summary["status"], "results": str(results)}
+
+
+def cores_busy(summary: dict) -> float | None:
+    """The mean share of the cores busy while the jobs ran (fidelity.host)."""
+    cores = ((summary.get("fidelity") or {}).get("host") or {}).get("cores") or []
+    known = [c["busy_mean"] for c in cores if c.get("busy_mean") is not None]
+    return mean(known) if known else None
+
+
+def busy_of(run: dict) -> float | None:
+    """A run's `busy`, read again from its results folder for runs recorded before the field."""
+    if "busy" in run:
+        return run["busy"]
+    path = Path(run.get("results", "")) / "summary.json"
+    return cores_busy(json.loads(path.read_text())) if path.is_file() else None
 
 
 def cells(scenarios: list[str], variants: list[str], traffics: list[str], flip_traffics: list[str],
@@ -211,8 +233,9 @@ def reference_table(done: dict, scenarios: list[str], traffics: list[str]) -> li
 
 def sensitivity_table(done: dict, scenarios: list[str], traffics: list[str]) -> list[str]:
     lines = ["| scenario | CC | traffic | choice flipped | slowdown (95% CI) | / project's (95% CI) | "
-             "interleaved | faithful | bottleneck gaps within ±10% | host-queue drops per run | RTOs per iteration |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "interleaved | faithful | bottleneck gaps within ±10% | host-queue drops per run | RTOs per iteration | "
+             "cores busy | others' CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for scenario in scenarios:
         for cc in SCENARIOS[scenario][1]:
             for traffic in traffics:
@@ -227,19 +250,52 @@ def sensitivity_table(done: dict, scenarios: list[str], traffics: list[str]) -> 
                         ratio = f"{r:.3f} ± {h:.3f}" if h is not None else f"{r:.3f}"
                     within = [r["bottleneck_within"] for r in runs if r["bottleneck_within"] is not None]
                     rtos = [r["timeouts"] for r in runs if r["timeouts"] is not None]
+                    busy = [b for b in map(busy_of, runs) if b is not None]
+                    foreign = [r["foreign_cpu"] for r in runs if r.get("foreign_cpu") is not None]
                     lines.append(
                         f"| {scenario} | {cc} | {traffic} | {'(defaults)' if variant == 'project' else variant} | "
                         f"{ci_text([r['slowdown'] for r in runs])} (n={len(runs)}) | {ratio} | "
                         f"{share(runs, 'interleaved')} | {share(runs, 'verdict', 'faithful')} | "
                         f"{(f'{mean(within):.1%}' if within else '-')} | {mean([r['host_drops'] for r in runs]):.0f} | "
-                        f"{(f'{mean(rtos):.2f}' if rtos else '-')} |")
+                        f"{(f'{mean(rtos):.2f}' if rtos else '-')} | {(f'{mean(busy):.0%}' if busy else '-')} | "
+                        f"{(f'{mean(foreign):.0%} (max {max(foreign):.0%})' if foreign else '-')} |")
     return lines
+
+
+def cpu_snapshot() -> tuple[float, float, float]:
+    """(seconds every core was busy, this process's and its waited-for children's CPU seconds,
+    the ksoftirqd threads' CPU seconds) now: their differences over a run tell how much of the
+    machine something else used (`foreign_cpu`; the machine is shared)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    busy = (user + nice + system + irq + softirq) / tick
+    mine = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                   resource.getrusage(resource.RUSAGE_CHILDREN)))
+    kernel = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if "(ksoftirqd/" in text:
+            after = text.rsplit(")", 1)[1].split()
+            kernel += (int(after[11]) + int(after[12])) / tick  # utime, stime
+    return busy, mine, kernel
+
+
+def foreign_share(before: tuple[float, float, float], after: tuple[float, float, float], wall_s: float) -> float:
+    """The share of the machine's cores used over `wall_s` by processes that are neither this
+    run's (the bench, its network, its workers) nor the kernel's packet work (ksoftirqd)."""
+    busy, mine, kernel = (b - a for a, b in zip(before, after, strict=True))
+    return max(0.0, (busy - mine - kernel) / (wall_s * (os.cpu_count() or 1)))
 
 
 def measure(out: Path, todo: list[str], args) -> None:
     from mn_harness.runner import run_experiment
 
-    lock = ChunkedLock(args.lock, args.chunk_min * 60)
+    # the other benches' lock first, then the network lock (always in this order: no deadlock)
+    locks = [ChunkedLock(path, args.chunk_min * 60) for path in (args.measure_lock, args.lock)]
     started = None
     try:
         for k, name in enumerate(todo):
@@ -251,18 +307,22 @@ def measure(out: Path, todo: list[str], args) -> None:
             exp = experiment(scenario, variant, traffic, cc, args.iterations)
             print(f"[{k + 1}/{len(todo)}] {scenario} {variant} {traffic} {cc} {rep}", flush=True)
             try:
-                with lock.run():
+                with locks[0].run(), locks[1].run():
                     started = started or time.monotonic()
+                    cpu0, t0 = cpu_snapshot(), time.monotonic()
                     results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
+                    foreign = foreign_share(cpu0, cpu_snapshot(), time.monotonic() - t0)
             except HarnessError as exc:  # left out of the tables; the next invocation tries again
                 print(f"    failed: {exc}", flush=True)
                 continue
-            m = run_metrics(results, args.warmup)
+            m = {**run_metrics(results, args.warmup), "foreign_cpu": round(foreign, 4)}
             print(f"    slowdown {m['slowdown']:.3f}  interleaved {m['interleaved']}  {m['verdict']}  "
-                  f"bottleneck within {m['bottleneck_within']}  host drops {m['host_drops']}", flush=True)
+                  f"bottleneck within {m['bottleneck_within']}  host drops {m['host_drops']}  "
+                  f"foreign CPU {foreign:.0%}", flush=True)
             (out / "runs" / f"{name}.json").write_text(json.dumps(m))
     finally:
-        lock.release()
+        for lock in locks:
+            lock.release()
 
 
 def main() -> int:
@@ -280,6 +340,7 @@ def main() -> int:
     parser.add_argument("--budget-min", type=float, default=60.0, help="start no run after this many minutes")
     parser.add_argument("--chunk-min", type=float, default=18.0, help="hold the lock at most about this long")
     parser.add_argument("--lock", default=LOCK, help="the network lock ('' for none)")
+    parser.add_argument("--measure-lock", default=MEASURE_LOCK, help="the other benches' lock ('' for none)")
     parser.add_argument("--table-only", action="store_true", help="print the tables of what is finished")
     args = parser.parse_args()
     scenarios, variants = args.scenarios.split(","), args.variants.split(",")

@@ -386,6 +386,20 @@ bad_value("gso-zero", "run.gso_max_segs", 0)
 bad_value("gso-65536", "run.gso_max_segs", 65536)
 bad_value("gso-string", "run.gso_max_segs", "16")
 bad_value("gso-float", "run.gso_max_segs", 1.5)
+bad_value("emulation-string", "run.emulation", "mininet")
+bad_value("emulation-unknown-key", "run.emulation.switch", "bridge")
+bad_value("emulation-switches", "run.emulation.switches", "ovs")
+bad_value("emulation-access", "run.emulation.access_links", False)
+bad_value("emulation-host-queue", "run.emulation.host_queue", 1000)
+bad_value("emulation-queue-limit", "run.emulation.queue_limit", "frames")
+bad_value("emulation-burst-bare", "run.emulation.htb_burst", 15000)
+bad_value("emulation-burst-bits", "run.emulation.htb_burst", "15Kb")
+bad_value("emulation-cburst-long", "run.emulation.htb_cburst", "5s")
+bad_value("emulation-quantum", "run.emulation.htb_quantum", "8GB")
+bad_value("emulation-cpu", "run.emulation.cpu_placement", "pinned")
+bad_file("emulation-bridge-ecmp", lambda: mutated(lambda raw: (setter("run.emulation.switches", "bridge")(raw),
+                                                                 setter("routing", "ecmp")(raw))),
+         "run.emulation.switches")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:
