@@ -294,8 +294,11 @@ def foreign_share(before: tuple[float, float, float], after: tuple[float, float,
 def measure(out: Path, todo: list[str], args) -> None:
     from mn_harness.runner import run_experiment
 
-    # the other benches' lock first, then the network lock (always in this order: no deadlock)
-    locks = [ChunkedLock(path, args.chunk_min * 60) for path in (args.measure_lock, args.lock)]
+    # the other benches' lock first, then the network lock (always in this order), and the
+    # network lock never kept once the other is given up: a bench holding the measurement lock
+    # waits for the network lock, so holding the network lock while waiting for the measurement
+    # lock would deadlock
+    measure_lock, net_lock = (ChunkedLock(path, args.chunk_min * 60) for path in (args.measure_lock, args.lock))
     started = None
     try:
         for k, name in enumerate(todo):
@@ -307,7 +310,7 @@ def measure(out: Path, todo: list[str], args) -> None:
             exp = experiment(scenario, variant, traffic, cc, args.iterations)
             print(f"[{k + 1}/{len(todo)}] {scenario} {variant} {traffic} {cc} {rep}", flush=True)
             try:
-                with locks[0].run(), locks[1].run():
+                with measure_lock.run(), net_lock.run():
                     started = started or time.monotonic()
                     cpu0, t0 = cpu_snapshot(), time.monotonic()
                     results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
@@ -315,14 +318,17 @@ def measure(out: Path, todo: list[str], args) -> None:
             except HarnessError as exc:  # left out of the tables; the next invocation tries again
                 print(f"    failed: {exc}", flush=True)
                 continue
+            finally:
+                if measure_lock.path and not measure_lock.held:
+                    net_lock.release()
             m = {**run_metrics(results, args.warmup), "foreign_cpu": round(foreign, 4)}
             print(f"    slowdown {m['slowdown']:.3f}  interleaved {m['interleaved']}  {m['verdict']}  "
                   f"bottleneck within {m['bottleneck_within']}  host drops {m['host_drops']}  "
                   f"foreign CPU {foreign:.0%}", flush=True)
             (out / "runs" / f"{name}.json").write_text(json.dumps(m))
     finally:
-        for lock in locks:
-            lock.release()
+        net_lock.release()
+        measure_lock.release()
 
 
 def main() -> int:
