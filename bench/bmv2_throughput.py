@@ -30,6 +30,8 @@ import shutil
 import sys
 import time
 
+from common import pm  # bench/common.py, which makes the package importable
+
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4.limits import FRAME_BYTES
 from mn_harness.p4.toolchain import find_toolchain
@@ -80,10 +82,6 @@ def measure(hops: int, rate_mbit: float, duration: float, queue: int, reps: int)
             "retransmits": sum(r for _, r in runs)}
 
 
-def _pm(value: float, ci: float | None, fmt: str) -> str:
-    return format(value, fmt) + (f" +-{format(ci, fmt)}" if ci is not None else "")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="10,50,100,200,0",
@@ -117,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in rates:
             res = measure(h, r, args.duration, args.queue, args.reps)
             conf = f"{r:.0f} Mbit/s" if r else "unlimited"
-            frac = _pm(res["fraction"], res["ci_fraction"], ".2f") if res["fraction"] is not None else "-"
-            print(f"{h:>8} {conf:>12} {_pm(res['achieved_mbit'], res['ci_mbit'], '.1f'):>17} Mb/s "
+            frac = pm(res["fraction"], res["ci_fraction"], 2, sign=" +-") if res["fraction"] is not None else "-"
+            print(f"{h:>8} {conf:>12} {pm(res['achieved_mbit'], res['ci_mbit'], 1, sign=' +-'):>17} Mb/s "
                   f"{frac:>13} {res['retransmits']:>8}", flush=True)
             if args.json:
                 print(json.dumps(res), flush=True)

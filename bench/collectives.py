@@ -28,20 +28,17 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import ci_interval, topology  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness import collectives  # noqa: E402
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.jobs.ideal import phase_summary  # noqa: E402
-from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
-from mn_harness.network.plan import NetworkPlan  # noqa: E402
-from mn_harness.results.loaders import load_run  # noqa: E402
-from mn_harness.results.stats import mean_ci95  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.worker.transport import Tunables  # noqa: E402
+from mn_harness import collectives
+from mn_harness.config import Experiment
+from mn_harness.jobs.ideal import phase_summary
+from mn_harness.jobs.specs import TRANSPORT_ENV
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.results.loaders import load_run
+from mn_harness.results.stats import mean_ci95
+from mn_harness.runner import run_experiment
+from mn_harness.worker.transport import Tunables
 
 TARGET = ("ring_allreduce", "tree_allreduce", "reduce_scatter", "all_gather")
 
@@ -50,7 +47,7 @@ PS_SERVERS = {1: ["h2"], 2: ["h2", "h4"]}
 
 
 def experiment(name: str, nbytes: int, hosts: int, iterations: int, cc: str, ps_servers: int = 2) -> Experiment:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
+    raw = topology()
     workers = ["h1", "h3"] if hosts == 2 else ["h1", "h3", "h2", "h4"]
     job: dict = {"name": "job", "iterations": iterations, "cc": cc}
     if name == "parameter_server":  # workers h1 h3; servers on the other hosts
@@ -112,7 +109,7 @@ def main() -> int:
     parser.add_argument("--state", default="/tmp/mn-harness-bench-collectives.json",
                         help="finished runs (resume); delete it to start over")
     args = parser.parse_args()
-    names = args.only.split(",") if args.only else list(collectives.SCHEDULED)
+    names = args.only.split(",") if args.only else list(collectives.names(engine=collectives.SYNTHETIC))
     if args.transport:
         os.environ[TRANSPORT_ENV] = args.transport
     # the effective tunables (defaults and overrides), so runs of an older default are not reused
@@ -134,7 +131,7 @@ def main() -> int:
                       flush=True)
             frac, _, half = mean_ci95([r["fraction"] for r in runs[:args.repeat]])
             eff = statistics.mean(r["efficiency"] for r in runs[:args.repeat])
-            ci = f"[{frac - half:.3f}, {frac + half:.3f}]" if half is not None else "(n=1)"
+            ci = ci_interval(frac, half)
             mark = " (target >= 0.85)" if name in TARGET else ""
             print(f"{name:<17} busbw/link {frac:.3f} 95% CI {ci}  bound {runs[0]['bound']:.3f}  "
                   f"measured/ideal time {1 / eff:.3f}  S={runs[0]['bytes']} B  rows "

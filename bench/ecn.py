@@ -33,33 +33,29 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import demo_alone, mean_ci, topology  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness.cc.manager import CongestionControlManager  # noqa: E402
-from mn_harness.cc.spec import CCSpec  # noqa: E402
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.p4.limits import FRAME_BYTES  # noqa: E402
-from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import load_iterations  # noqa: E402
-from mn_harness.results.stats import mean_ci95, percentile  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.testing.linux_testbed import (  # noqa: E402
+from mn_harness.cc.manager import CongestionControlManager
+from mn_harness.cc.spec import CCSpec
+from mn_harness.config import Experiment
+from mn_harness.p4.limits import FRAME_BYTES
+from mn_harness.results.iterations import job_iterations
+from mn_harness.results.loaders import load_run
+from mn_harness.results.stats import mean_ci95, percentile
+from mn_harness.runner import run_experiment
+from mn_harness.testing.linux_testbed import (
     bulk_flow_topology,
     in_host,
     linux_network,
     traffic_result,
 )
-from mn_harness.testing.qdisc_stats import QdiscStatsReader  # noqa: E402
+from mn_harness.testing.qdisc_stats import QdiscStatsReader
 
 BOTTLENECK = "s1->s2"
 
 
 def ci(values: list[float], digits: int = 3) -> str:
-    m, _, half = mean_ci95(values)
-    return f"{m:.{digits}f}" + (f" ± {half:.{digits}f}" if half is not None else "") + f" (n={len(values)})"
+    return mean_ci(values, digits, n=True)
 
 
 class State:
@@ -76,29 +72,20 @@ class State:
         return self.data[key]
 
 
-def demo_raw() -> dict:
-    return yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
-
-
 # -- cost ------------------------------------------------------------------------------------
 
 def cost_run(marking: bool, iterations: int, warmup: int, out: Path) -> dict:
-    raw = demo_raw()
-    raw["jobs"] = raw["jobs"][:1]
-    raw["jobs"][0].update(iterations=iterations, compute="100ms", cc="cubic")
-    raw["run"]["dataplane"] = "linux"
+    raw = demo_alone(iterations=iterations, compute="100ms", cc="cubic")
     if not marking:
         raw["switches"] = [{"name": s, "ecn_threshold": "off"} for s in raw["switches"]]
         raw["run"]["queue_telemetry"] = False
-    results = run_experiment(Experiment.from_dict(raw, "bench-ecn-cost"), out_root=out, log=lambda *_: None)
-    rows = [json.loads(line) for line in open(results / "raw" / "job1-r0.iterations.jsonl")][warmup:]
-    comm = statistics.median(r["t_comm_end"] - r["t_comm_start"] for r in rows)
-    summary = json.loads((results / "summary.json").read_text())
-    tel = summary.get("telemetry", {})
-    span = rows[-1]["t_comm_end"] - rows[0]["t_start"]
-    return {"goodput_gbps": rows[0]["bytes_sent"] * 8 / comm / 1e9,
+    run = load_run(run_experiment(Experiment.from_dict(raw, "bench-ecn-cost"), out_root=out, log=lambda *_: None))
+    rows = sorted((r for r in run.iterations if (r.job, r.rank) == ("job1", 0)), key=lambda r: r.iteration)[warmup:]
+    comm = statistics.median(r.comm_time for r in rows)
+    tel = run.summary.telemetry or {}
+    return {"goodput_gbps": rows[0].bytes_sent * 8 / comm / 1e9,
             "samples_per_s": tel.get("samples_per_s"), "busy_s": tel.get("busy_s"),
-            "run_s": span, "method": summary.get("ecn", {}).get("method")}
+            "run_s": rows[-1].t_comm_end - rows[0].t_start, "method": (run.summary.ecn or {}).get("method")}
 
 
 def part_cost(state: State, args, out: Path) -> dict:
@@ -127,7 +114,7 @@ def part_cost(state: State, args, out: Path) -> dict:
 
 def tracking_run(cc: str, seconds: float) -> dict:
     raw = bulk_flow_topology()
-    with tempfile.TemporaryDirectory() as work, CongestionControlManager(Path(work), log=lambda *_: None) as ccm:
+    with CongestionControlManager(log=lambda *_: None) as ccm:
         spec = CCSpec.from_dict(cc, "cc")
         ccm.prepare([spec])
         name = ccm.kernel_name(spec)
@@ -185,7 +172,7 @@ def part_tracking(state: State, args, out: Path) -> dict:
 # -- scenarios -------------------------------------------------------------------------------
 
 def scenario_raw(name: str, cc: str, iterations: int) -> dict:
-    raw = demo_raw()
+    raw = topology()
     if name == "3jobs":
         raw["hosts"] = [f"h{i}" for i in range(1, 7)]
         raw["links"] = ([{"endpoints": [f"h{i}", "s1"]} for i in (1, 2, 3)] + [{"endpoints": ["s1", "s2"]}]
@@ -202,21 +189,20 @@ def scenario_raw(name: str, cc: str, iterations: int) -> dict:
 
 def scenario_run(name: str, cc: str, iterations: int, warmup: int, out: Path) -> dict:
     exp = Experiment.from_dict(scenario_raw(name, cc, iterations), f"bench-ecn-{name}")
-    results = run_experiment(exp, out_root=out, log=lambda *_: None)
-    summary = json.loads((results / "summary.json").read_text())
-    rows, _ = load_iterations(results / "iterations.csv")
-    iters = job_iterations(rows, {j.name: j.n for j in exp.jobs})
+    run = load_run(run_experiment(exp, out_root=out, log=lambda *_: None))
+    summary = run.summary
+    iters = job_iterations(run.iterations, {j.name: j.n_workers for j in exp.jobs})
     slow_mean, slow_p99 = [], []
     for job in exp.jobs:
         times = [i.iter_time for i in iters.get(job.name, []) if i.complete and i.iteration >= warmup]
-        ideal = summary["jobs"][job.name]["ideal_iter_s"]
+        ideal = summary.jobs[job.name].ideal_iter_s
         slow_mean.append(statistics.mean(times) / ideal)
         slow_p99.append(percentile(times, 99) / ideal)
-    port = next(p for p in summary["queue"].values() if p["link"] == BOTTLENECK)
+    port = next(p for p in (summary.queue or {}).values() if p["link"] == BOTTLENECK)
     return {"mean_depth": port["mean_depth"], "max_depth": port["max_depth"], "marks": port["marks"],
             "drops": port["drops"], "slowdown_mean": statistics.mean(slow_mean),
-            "slowdown_p99": statistics.mean(slow_p99), "status": summary["status"],
-            "samples_per_s": summary["telemetry"]["samples_per_s"]}
+            "slowdown_p99": statistics.mean(slow_p99), "status": summary.status,
+            "samples_per_s": (summary.telemetry or {})["samples_per_s"]}
 
 
 def part_scenarios(state: State, args, out: Path) -> dict:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import copy
-import fcntl
 import json
 import math
 import os
@@ -44,23 +43,20 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import DEFAULT_LOCK, ChunkedLock, pm, topology  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.jobs.ideal import ideal_iteration_s
+from mn_harness.jobs.specs import TRANSPORT_ENV
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.tcp_counters import timeouts_per_iteration
+from mn_harness.report.metrics import compute_metrics, iteration_overlaps, rivals
+from mn_harness.results.iterations import job_iterations
+from mn_harness.results.loaders import RunData, load_run, load_summary
+from mn_harness.results.schema import RunSummary
+from mn_harness.results.stats import mean, mean_ci95, percentile, t_critical_95
+from mn_harness.runner import run_experiment
 
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
-from mn_harness.jobs.specs import TRANSPORT_ENV  # noqa: E402
-from mn_harness.network.plan import NetworkPlan  # noqa: E402
-from mn_harness.network.tcp_counters import timeouts_per_iteration  # noqa: E402
-from mn_harness.report.metrics import compute_metrics, iteration_overlaps, rivals  # noqa: E402
-from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import RunData, load_run  # noqa: E402
-from mn_harness.results.stats import mean, mean_ci95, percentile, t_critical_95  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-
-LOCK = "/tmp/mn-harness-measure.lock"
 CCS = ("reno", "cubic", "bbr", "mltcp-reno", "mltcp-cubic")
 MODES = {"real": "torch_allreduce", "synthetic": "ring_allreduce"}
 TOLERANCE = 0.10
@@ -69,7 +65,7 @@ STALL_S = 0.15  # a stretch of a communication phase with nothing acknowledged (
 
 def demo() -> dict:
     """The shipped demo: two 2-worker jobs, 25 MB / 300 ms, 1 Gbit/s, job2 20 ms later."""
-    return yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
+    return topology()
 
 
 def heavy() -> dict:
@@ -100,7 +96,7 @@ def three_slack() -> dict:
     25 MB / 500 ms (a = 0.29 each: they could interleave perfectly), started 10 ms apart. Here
     the unmodified CCs do not interleave on their own, so it shows whether the synthetic traffic
     locks in step as often as gloo's (and so whether MLTCP's gain over reno is the traffic's)."""
-    raw = yaml.safe_load((ROOT / "topologies/compatible-3jobs.yaml").read_text())
+    raw = topology("compatible-3jobs")
     for job in raw["jobs"]:
         job["compute"] = "500ms"
     return raw
@@ -149,24 +145,27 @@ def experiment(scenario: str, cc: str, mode: str, iterations: int) -> Experiment
 def run_metrics(results: Path, warmup: int) -> dict:
     """Mean over jobs of (mean iteration time, p99, mean overlap), iterations >= warmup; whether
     the run interleaved and its stalled share."""
-    summary = json.loads((results / "summary.json").read_text())
-    n_ranks = {name: len(j["workers"]) for name, j in summary["jobs"].items()}
     run = load_run(results)
-    iters = job_iterations(run.iterations, n_ranks)
+    summary = run.summary
+    iters = job_iterations(run.iterations, {name: len(j.hosts) for name, j in summary.jobs.items()})
     means, p99s, overlaps = [], [], []
-    for job in summary["jobs"]:
+    for job in summary.jobs:
         times = [i.iter_time for i in iters.get(job, []) if i.complete and i.iteration >= warmup]
         if not times:
             raise RuntimeError(f"{results}: {job} has no complete iteration after the warm-up")
         means.append(mean(times))
         p99s.append(percentile(times, 99))
-        ovs = [o.overlap for o in iteration_overlaps(job, iters, rivals(summary["link_jobs"], job))
+        ovs = [o.overlap for o in iteration_overlaps(job, iters, rivals(summary.link_jobs, job))
                if o.iteration >= warmup and o.overlap is not None]
         overlaps.append(mean(ovs) if ovs else 0.0)
     return {"mean_s": mean(means), "p99_s": mean(p99s), "overlap": mean(overlaps),
             "interleaved": interleaved(run), "stalled": stalled_share(run, warmup),
-            "timeouts": timeouts_per_iteration(summary),
-            "status": summary["status"], "results": str(results)}
+            "timeouts": timeouts(summary), "status": summary.status, "results": str(results)}
+
+
+def timeouts(summary: RunSummary) -> float | None:
+    """Retransmission timeouts per job iteration (summary.json tcp_counters)."""
+    return timeouts_per_iteration(summary.tcp_counters, [j.iterations for j in summary.jobs.values()])
 
 
 def interleaved(run: RunData) -> bool | None:
@@ -210,10 +209,10 @@ def cpu_use(results: str | Path) -> tuple[float | None, float | None]:
     machine's cores busy while the jobs ran), from summary.json's `worker_cpu` and `cpu_load`;
     None where a run does not record it. Both traffics share the machine's cores: a difference
     here says whether one of them was slowed by the CPU rather than by the network."""
-    summary = json.loads((Path(results) / "summary.json").read_text())
-    per_iter = [j["worker_cpu"]["per_iteration_s"] for j in summary["jobs"].values() if j.get("worker_cpu")]
-    load = summary.get("cpu_load") or {}
-    return (mean(per_iter) if per_iter else None), load.get("busy_mean")
+    summary = load_summary(results)
+    per_iter = [j.worker_cpu.per_iteration_s for j in summary.jobs.values()
+                if j.worker_cpu and j.worker_cpu.per_iteration_s is not None]
+    return (mean(per_iter) if per_iter else None), (summary.cpu_load or {}).get("busy_mean")
 
 
 def mean_known(values: list[float | None]) -> float | None:
@@ -238,39 +237,12 @@ def run_flags(runs: list[dict], warmup: int) -> tuple[str, float, float | None]:
             run = load_run(m["results"])
             m = {**m, "interleaved": interleaved(run), "stalled": stalled_share(run, warmup)}
         if "timeouts" not in m and "results" in m:
-            m = {**m, "timeouts": timeouts_per_iteration(json.loads((Path(m["results"]) / "summary.json").read_text()))}
+            m = {**m, "timeouts": timeouts(load_summary(m["results"]))}
         flags.append(m["interleaved"])
         shares.append(m["stalled"])
         rtos.append(m.get("timeouts"))
     known = [f for f in flags if f is not None]
     return f"{sum(known)}/{len(known)}", mean(shares), mean_known(rtos)
-
-
-class MeasurementLock:
-    """The shared measurement lock, held for chunks of runs: taken before a run when not held,
-    given up after a run once held for `chunk_s` (then others get the machine)."""
-
-    def __init__(self, enabled: bool, chunk_s: float):
-        self.enabled, self.chunk_s = enabled, chunk_s
-        self.file = None
-        self.since = 0.0
-
-    def before_run(self) -> None:
-        if self.enabled and self.file is None:
-            self.file = open(LOCK, "a")
-            fcntl.flock(self.file, fcntl.LOCK_EX)
-            self.since = time.monotonic()
-
-    def after_run(self) -> None:
-        if self.file is not None and time.monotonic() - self.since >= self.chunk_s:
-            self.release()
-            time.sleep(2.0)  # let a waiting user take it
-
-    def release(self) -> None:
-        if self.file is not None:
-            fcntl.flock(self.file, fcntl.LOCK_UN)
-            self.file.close()
-            self.file = None
 
 
 def ratio_ci(syn: list[float], real: list[float]) -> tuple[float, float | None]:
@@ -288,7 +260,7 @@ def ratio_ci(syn: list[float], real: list[float]) -> tuple[float, float | None]:
 
 
 def fmt(r: float, h: float | None) -> str:
-    return f"{r:.3f} ± {h:.3f}" if h is not None else f"{r:.3f} (1 rep)"
+    return pm(r, h, alone=" (1 rep)")
 
 
 def load_done(out: Path) -> dict[tuple[str, str, str], list[dict]]:
@@ -397,7 +369,7 @@ def main() -> int:
     todo = [(s, c, m, r) for r in range(args.reps) for s in scenarios for c in ccs for m in modes
             if not (out / "runs" / f"{s}__{c}__{m}__r{r}.json").exists()]
     started = time.monotonic()
-    lock = MeasurementLock(not args.no_lock, args.chunk_min * 60)
+    lock = ChunkedLock(None if args.no_lock else DEFAULT_LOCK, args.chunk_min * 60, gap_s=2.0)
     for k, (scenario, cc, mode, rep) in enumerate(todo if not args.report_only else []):
         if time.monotonic() - started > args.budget_min * 60:
             print(f"budget of {args.budget_min:g} min used: {len(todo) - k} runs left; run again to resume",
@@ -405,11 +377,8 @@ def main() -> int:
             break
         print(f"[{k + 1}/{len(todo)}] {scenario} {cc} {mode} rep {rep}", flush=True)
         exp = experiment(scenario, cc, mode, iterations_for(scenario, cc, args.iterations))
-        lock.before_run()
-        try:
+        with lock.run():
             results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
-        finally:
-            lock.after_run()
         metrics = run_metrics(results, args.warmup)
         print(f"    mean {metrics['mean_s'] * 1e3:.1f} ms  p99 {metrics['p99_s'] * 1e3:.1f} ms  "
               f"overlap {metrics['overlap']:.1%}", flush=True)

@@ -12,41 +12,34 @@ Usage: sudo .venv/bin/python bench/harness.py [--rate 1Gbit] [--segs 1,16,65535]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import TOPOLOGIES, demo_alone  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness.config import Experiment, load_experiment  # noqa: E402
-from mn_harness.dataplane.linux import LinuxDataplane  # noqa: E402
-from mn_harness.network.emulated import EmulatedNetwork  # noqa: E402
-from mn_harness.network.plan import NetworkPlan  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.units import parse_bandwidth  # noqa: E402
+from mn_harness.config import Experiment, load_experiment
+from mn_harness.dataplane.linux import LinuxDataplane
+from mn_harness.network.emulated import EmulatedNetwork
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.results.loaders import load_run
+from mn_harness.runner import run_experiment
+from mn_harness.units import parse_bandwidth
 
 
 def isolated_goodput(rate: str, segs: int, out: Path) -> float:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
-    raw["jobs"] = raw["jobs"][:1]
-    raw["jobs"][0].update(iterations=8, compute="100ms")
-    raw["link_defaults"]["bw"] = rate
-    raw["links"][2]["bw"] = rate
-    raw["run"].update(dataplane="linux", gso_max_segs=segs)
-    results = run_experiment(Experiment.from_dict(raw, "bench-iso"), out_root=out, log=lambda *_: None)
-    rows = [json.loads(line) for line in open(results / "raw" / "job1-r0.iterations.jsonl")][1:]
-    comm = statistics.median(r["t_comm_end"] - r["t_comm_start"] for r in rows)
-    return rows[0]["bytes_sent"] * 8 / comm / parse_bandwidth(rate, "rate")
+    raw = demo_alone(rate, iterations=8, compute="100ms")
+    raw["run"]["gso_max_segs"] = segs
+    run = load_run(run_experiment(Experiment.from_dict(raw, "bench-iso"), out_root=out, log=lambda *_: None))
+    rows = sorted((r for r in run.iterations if (r.job, r.rank) == ("job1", 0)), key=lambda r: r.iteration)[1:]
+    comm = statistics.median(r.comm_time for r in rows)
+    return rows[0].bytes_sent * 8 / comm / parse_bandwidth(rate, "rate")
 
 
 def setup_teardown(repeat: int) -> tuple[float, float]:
-    exp = load_experiment(ROOT / "topologies/leaf-spine.yaml")
+    exp = load_experiment(TOPOLOGIES / "leaf-spine.yaml")
     ups, downs = [], []
     for _ in range(repeat):
         net = EmulatedNetwork(exp, NetworkPlan(exp), LinuxDataplane())

@@ -19,7 +19,6 @@ configured bit rate for inc frames (what a real link would give); both are print
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import tempfile
@@ -27,14 +26,17 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+from common import TOPOLOGIES  # bench/common.py, which makes the package importable
 
+from mn_harness.collectives import ring
 from mn_harness.config import Experiment
 from mn_harness.p4.limits import FRAME_BYTES
+from mn_harness.results.loaders import load_run
 from mn_harness.runner import run_experiment
 from mn_harness.units import parse_bandwidth, parse_size
-from mn_harness.worker import inc, ring
+from mn_harness.worker import inc
 
-DEFAULT_TOPOLOGY = "topologies/inc-vs-ring-bmv2.yaml"  # relative to the checkout, run from there
+DEFAULT_TOPOLOGY = TOPOLOGIES / "inc-vs-ring-bmv2.yaml"
 INC_FRAME = inc.PAYLOAD_BYTES + inc.WIRE_OVERHEAD
 
 
@@ -47,22 +49,21 @@ def run(collective: str, args, out: Path, bw_scale: float = 1.0) -> dict:
     raw["link_defaults"]["bw"] = f"{parse_bandwidth(args.bw, 'bw') * bw_scale:.0f}bit"
     exp = Experiment.from_dict(raw, f"bench-{collective}")
     results = run_experiment(exp, out_root=out, log=lambda *_: None)
-    summary = json.loads((results / "summary.json").read_text())
-    if summary.get("status") != "completed":
-        raise SystemExit(f"{collective}: run did not complete: {summary.get('status')}")
-    with open(results / "iterations.csv") as fh:
-        rows = list(csv.DictReader(fh))
+    run = load_run(results)
+    if run.summary.status != "completed":
+        raise SystemExit(f"{collective}: run did not complete: {run.summary.status}")
+    rows = run.iterations
     per_port: Counter = Counter()
-    with open(results / "queue.csv") as fh:
-        for r in csv.DictReader(fh):
-            per_port[(r["switch"], r["port"])] += float(r[f"bytes_{job['name']}"])
+    for q in run.queue or []:
+        per_port[(q.switch, q.port)] += q.job_bytes.get(job["name"], 0.0)
+    # the in-network aggregation worker's own count of chunks sent again (its JSON lines only)
     raw_rows = [json.loads(line) for p in (results / "raw").glob("*.iterations.jsonl")
                 for line in p.read_text().splitlines()]
     return {
-        "iter_s": summary["jobs"][job["name"]]["mean_iter_s"],
-        "comm_s": sum(float(r["comm_time"]) for r in rows) / len(rows),
+        "iter_s": run.summary.jobs[job["name"]].mean_iter_s,
+        "comm_s": sum(r.comm_time for r in rows) / len(rows),
         "bottleneck_bytes": max(per_port.values()) / args.iterations,
-        "sent_bytes": sum(int(r["bytes_sent"]) for r in rows) / len(rows),
+        "sent_bytes": sum(r.bytes_sent for r in rows) / len(rows),
         "retransmits": sum(r.get("retransmits", 0) for r in raw_rows),
         "dir": results,
     }

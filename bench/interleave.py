@@ -22,15 +22,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import topology  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.report.markdown import report_run  # noqa: E402
-from mn_harness.results.stats import mean_ci95  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.report.markdown import report_run
+from mn_harness.results.stats import mean_ci95
+from mn_harness.runner import run_experiment
 
 PAIRS = (("reno", "mltcp-reno"), ("cubic", "mltcp-cubic"))
 
@@ -39,7 +36,7 @@ COLLECTIVE = {"collective": "ring_allreduce"}  # --collective: e.g. torch_allred
 
 
 def scenario(cc, iterations: int, offset: str) -> Experiment:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
+    raw = topology()
     for job in raw["jobs"]:
         job.update(iterations=iterations, cc=cc, collective=COLLECTIVE["collective"])
     raw["jobs"][1]["start_offset"] = offset

@@ -11,38 +11,26 @@ Usage: sudo .venv/bin/python bench/link_rate.py [--rate 200Mbit] [--new 100Mbit]
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import demo_alone, pm  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.results.stats import mean_ci95  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
-from mn_harness.units import parse_bandwidth  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.results.loaders import RunData, load_run
+from mn_harness.results.stats import mean_ci95
+from mn_harness.runner import run_experiment
+from mn_harness.units import parse_bandwidth
 
 
-def median_rate(results: Path, lo: float, hi: float) -> float:
-    with open(results / "throughput.csv") as f:
-        rates = [int(r["bytes"]) * 8 / float(r["bin_s"]) for r in csv.DictReader(f)
-                 if lo <= float(r["t"]) < hi and int(r["bytes"]) > 0]
-    return statistics.median(rates)
+def median_rate(run: RunData, lo: float, hi: float) -> float:
+    return statistics.median(r.bytes * 8 / r.bin_s for r in run.throughput if lo <= r.t < hi and r.bytes > 0)
 
 
 def one_run(rate: str, new: str, out: Path) -> tuple[float, float]:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
-    raw["jobs"] = raw["jobs"][:1]
-    raw["jobs"][0].update(iterations=8, bytes_per_iteration="4MB", compute="50ms")
-    raw["link_defaults"]["bw"] = rate
-    raw["links"][2]["bw"] = rate
-    raw["run"]["dataplane"] = "linux"
+    raw = demo_alone(rate, iterations=8, bytes_per_iteration="4MB", compute="50ms")
     done: list[int] = []
 
     def change(session, job, iteration):
@@ -50,19 +38,19 @@ def one_run(rate: str, new: str, out: Path) -> tuple[float, float]:
             session.set_link_rate("s1-s2", new)
             done.append(1)
 
-    results = run_experiment(Experiment.from_dict(raw, "bench-rate"), out_root=out, log=None, on_iteration=change)
-    t = json.loads((results / "summary.json").read_text())["link_changes"][0]["t"]
-    with open(results / "iterations.csv") as f:
-        after = min(s for s in (float(r["t_start"]) for r in csv.DictReader(f)) if s > t)
-    return (median_rate(results, 0.0, t) / parse_bandwidth(rate, "--rate"),
-            median_rate(results, after, 1e9) / parse_bandwidth(new, "--new"))
+    run = load_run(run_experiment(Experiment.from_dict(raw, "bench-rate"), out_root=out, log=None,
+                                  on_iteration=change))
+    t = (run.summary.link_changes or [])[0].t or 0.0
+    after = min(r.t_start for r in run.iterations if r.t_start > t)
+    return (median_rate(run, 0.0, t) / parse_bandwidth(rate, "--rate"),
+            median_rate(run, after, 1e9) / parse_bandwidth(new, "--new"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", default="200Mbit")
-    parser.add_argument("--new", default="100Mbit")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rate", default="200Mbit", help="every link's rate before the change")
+    parser.add_argument("--new", default="100Mbit", help="s1-s2's rate after the job's third iteration")
+    parser.add_argument("--repeat", type=int, default=3, help="runs (mean ± 95%% CI over them)")
     args = parser.parse_args()
     before, after = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +62,7 @@ def main() -> int:
     out = {}
     for name, values in (("before", before), ("after", after)):
         m, _, half = mean_ci95(values)
-        print(f"{name}: {m:.3f} ± {half or 0:.3f} (95% CI, n={len(values)})")
+        print(f"{name}: {pm(m, half or 0.0)} (95% CI, n={len(values)})")
         out[f"{name}_frac"], out[f"{name}_ci95"] = round(m, 3), round(half or 0, 3)
     print(" ".join(f"{k}={v}" for k, v in out.items()))
     return 0

@@ -28,21 +28,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import ci_interval, topology  # bench/common.py, which makes the package importable
 
-import yaml  # noqa: E402
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.report.metrics import covered_length, union_intervals  # noqa: E402
-from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import load_run  # noqa: E402
-from mn_harness.results.stats import mean_ci95  # noqa: E402
-from mn_harness.runner import run_experiment  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.report.metrics import covered_length, union_intervals
+from mn_harness.results.iterations import job_iterations
+from mn_harness.results.loaders import RunData, load_run
+from mn_harness.results.stats import mean_ci95
+from mn_harness.runner import run_experiment
 
 
 def experiment(size: str, compute: str, overlap: bool, iterations: int, cc: str) -> Experiment:
-    raw = yaml.safe_load((ROOT / "topologies/dumbbell-2jobs.yaml").read_text())
+    raw = topology()
     job = {"name": "job", "workers": ["h1", "h3"], "bytes_per_iteration": size, "compute": compute,
            "iterations": iterations, "cc": cc}
     if overlap:
@@ -64,15 +61,15 @@ def measure(exp: Experiment, warmup: int, out: Path) -> dict:
             comm = union_intervals((p.t_start, p.t_end) for p in rows if p.kind == "comm")
             hidden.append(sum(covered_length((b.t_start, b.t_end), comm) for b in backward))
     return {"iter_s": statistics.mean(i.iter_time for i in iters), "hidden_s": statistics.mean(hidden),
-            "telemetry": telemetry_check(results, warmup)}
+            "telemetry": telemetry_check(run, warmup)}
 
 
-def telemetry_check(results: Path, warmup: int) -> dict | None:
-    path = results / "cc_telemetry.csv"
+def telemetry_check(run: RunData, warmup: int) -> dict | None:
+    results = run.results_dir
+    path = results / "cc_telemetry.csv"  # the CC's own rows: no loader reads them
     if not path.exists():
         return None
-    summary = json.loads((results / "summary.json").read_text())
-    info = summary["jobs"]["job"]
+    info = run.summary.jobs["job"]
     ip_rank = {}
     for raw in sorted((results / "raw").glob("job-r*.spec.json")):
         spec = json.loads(raw.read_text())
@@ -85,7 +82,7 @@ def telemetry_check(results: Path, warmup: int) -> dict | None:
             sockets.setdefault(r["src"], []).append(r)
     out = {"sockets": len(sockets), "seen_iterations": [], "learned_over_true": []}
     for src, its in sockets.items():
-        true = info["bytes_sent_per_rank"][ip_rank[src.rsplit(":", 1)[0]]]
+        true = info.bytes_sent_per_rank[ip_rank[src.rsplit(":", 1)[0]]]
         out["seen_iterations"].append(len(its))
         out["learned_over_true"] += [int(r["learned_bytes_per_iteration"]) / true for r in its[warmup:]
                                      if r["learned_bytes_per_iteration"] and r["final"] == "False"]
@@ -115,7 +112,7 @@ def main() -> int:
             ratio = drop / statistics.mean(hidden)
             plain = statistics.mean(r["iter_s"] for r in runs[False])
             over = statistics.mean(r["iter_s"] for r in runs[True])
-            ci = f"[{(drop - half) * 1e3:.1f}, {(drop + half) * 1e3:.1f}]" if half is not None else "(n=1)"
+            ci = ci_interval(drop, half, 1, scale=1e3)
             print(f"S={args.size} compute={compute}: iteration {plain * 1e3:.1f} ms plain, {over * 1e3:.1f} ms "
                   f"with overlap; drop {drop * 1e3:.1f} ms 95% CI {ci}; overlapped "
                   f"{statistics.mean(hidden) * 1e3:.1f} ms; drop/overlapped {ratio:.2f} (target >= 0.8)")

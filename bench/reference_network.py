@@ -46,23 +46,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import DEFAULT_LOCK, ChunkedLock, topology  # bench/common.py, which makes the package importable
+from fidelity import interleaved, ratio_ci  # bench/fidelity.py
 
-import yaml  # noqa: E402
-from fidelity import interleaved, ratio_ci  # noqa: E402  (bench/ is on sys.path)
-from measurelock import ChunkedLock  # noqa: E402
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.errors import HarnessError  # noqa: E402
-from mn_harness.network.tcp_counters import timeouts_per_iteration  # noqa: E402
-from mn_harness.results.iterations import job_iterations  # noqa: E402
-from mn_harness.results.loaders import load_run  # noqa: E402
-from mn_harness.results.stats import mean, mean_ci95, percentile  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.errors import HarnessError
+from mn_harness.network.tcp_counters import timeouts_per_iteration
+from mn_harness.results.iterations import job_iterations
+from mn_harness.results.loaders import load_run, load_summary
+from mn_harness.results.schema import RunSummary
+from mn_harness.results.stats import mean, mean_ci95, percentile
 
 LOCK = "/tmp/mn-harness-net.lock"
 # the lock bench/reproduce.py and bench/fidelity.py take: held too, so their runs never overlap ours
-MEASURE_LOCK = "/tmp/mn-harness-measure.lock"
+MEASURE_LOCK = DEFAULT_LOCK
 TRAFFIC = {"real": "torch_allreduce", "synthetic": "ring_allreduce"}
 BOTTLENECK = ("s1->s2", "s2->s1")
 
@@ -99,7 +96,7 @@ def three_jobs_ssai() -> dict:
     """Three compatible 2-worker jobs on one 500 Mbit/s bottleneck with slow start after idle:
     12.5 MB per iteration (0.2 s at line rate) and 500 ms of compute (a = 0.29: they could
     interleave perfectly), started 0, 10 and 20 ms apart."""
-    raw = yaml.safe_load((ROOT / "topologies/compatible-3jobs.yaml").read_text())
+    raw = topology("compatible-3jobs")
     raw["link_defaults"]["bw"] = "500Mbit"
     for job in raw["jobs"]:
         job.update(bytes_per_iteration="12.5MB", compute="500ms")
@@ -110,7 +107,7 @@ def three_jobs_ssai() -> dict:
 def four_jobs_ecn() -> dict:
     """`make demo`'s scenario (topologies/dumbbell-4jobs-ecn.yaml): four jobs started together,
     500 Mbit/s, a 200-packet buffer marking ECN above 10 packets."""
-    return yaml.safe_load((ROOT / "topologies/dumbbell-4jobs-ecn.yaml").read_text())
+    return topology("dumbbell-4jobs-ecn")
 
 
 SCENARIOS = {"3jobs-ssai": (three_jobs_ssai, ("cubic", "reno")), "4jobs-ecn": (four_jobs_ecn, ("dctcp",))}
@@ -131,37 +128,37 @@ def experiment(scenario: str, variant: str, traffic: str, cc: str, iterations: i
 def run_metrics(results: Path, warmup: int) -> dict[str, Any]:
     """One run: slowdown (mean over jobs of mean iteration time / ideal, iterations >= warmup) and
     its p99, interleaved or not, the fidelity verdict, the bottleneck's link invariant, the drops
-    in the hosts' egress queues, timeouts per iteration, the host's steal."""
-    summary = json.loads((results / "summary.json").read_text())
+    in the hosts' egress queues, timeouts per iteration, the host's steal, the cores busy."""
     run = load_run(results)
-    iters = job_iterations(run.iterations, {name: len(j["workers"]) for name, j in summary["jobs"].items()})
+    summary = run.summary
+    iters = job_iterations(run.iterations, {name: len(j.hosts) for name, j in summary.jobs.items()})
     slow, slow99 = [], []
-    for name, job in summary["jobs"].items():
+    for name, job in summary.jobs.items():
         times = [i.iter_time for i in iters.get(name, []) if i.complete and i.iteration >= warmup]
-        if not times:
-            raise RuntimeError(f"{results}: {name} has no complete iteration after the warm-up")
-        slow.append(mean(times) / job["ideal_iter_s"])
-        slow99.append(percentile(times, 99) / job["ideal_iter_s"])
-    fidelity = summary.get("fidelity") or {}
-    links = fidelity.get("links") or {}
-    within = [links[k]["within_share"] for k in BOTTLENECK if (links.get(k) or {}).get("within_share") is not None]
-    stats = summary.get("link_stats") or {}
-    hosts = {h for j in summary["jobs"].values() for h in j["workers"]}
+        if not times or not job.ideal_iter_s:
+            raise RuntimeError(f"{results}: {name} has no complete iteration after the warm-up, or no ideal")
+        slow.append(mean(times) / job.ideal_iter_s)
+        slow99.append(percentile(times, 99) / job.ideal_iter_s)
+    fidelity = summary.fidelity
+    links = fidelity.links if fidelity else {}
+    within = [w for k in BOTTLENECK if k in links and (w := links[k].within_share) is not None]
+    stats = summary.link_stats or {}
+    hosts = {h for j in summary.jobs.values() for h in j.hosts}
     return {"slowdown": mean(slow), "slowdown_p99": mean(slow99), "interleaved": interleaved(run),
-            "verdict": fidelity.get("verdict"), "reason": fidelity.get("reason"),
+            "verdict": fidelity.verdict if fidelity else None, "reason": fidelity.reason if fidelity else None,
             "bottleneck_within": mean(within) if within else None,
             "host_drops": sum(v.get("drops", 0) for k, v in stats.items() if k.split("->")[0] in hosts),
             "bottleneck_drops": sum((stats.get(k) or {}).get("drops", 0) for k in BOTTLENECK),
-            "timeouts": timeouts_per_iteration(summary),
-            "steal": (fidelity.get("host") or {}).get("steal_mean"),
+            "timeouts": timeouts_per_iteration(summary.tcp_counters, [j.iterations for j in summary.jobs.values()]),
+            "steal": fidelity.host.steal_mean if fidelity and fidelity.host else None,
             "busy": cores_busy(summary),
-            "status": summary["status"], "results": str(results)}
+            "status": summary.status, "results": str(results)}
 
 
-def cores_busy(summary: dict) -> float | None:
+def cores_busy(summary: RunSummary) -> float | None:
     """The mean share of the cores busy while the jobs ran (fidelity.host)."""
-    cores = ((summary.get("fidelity") or {}).get("host") or {}).get("cores") or []
-    known = [c["busy_mean"] for c in cores if c.get("busy_mean") is not None]
+    host = summary.fidelity.host if summary.fidelity else None
+    known = [c.busy_mean for c in (host.cores if host else []) if c.busy_mean is not None]
     return mean(known) if known else None
 
 
@@ -169,8 +166,8 @@ def busy_of(run: dict) -> float | None:
     """A run's `busy`, read again from its results folder for runs recorded before the field."""
     if "busy" in run:
         return run["busy"]
-    path = Path(run.get("results", "")) / "summary.json"
-    return cores_busy(json.loads(path.read_text())) if path.is_file() else None
+    path = Path(run.get("results", ""))
+    return cores_busy(load_summary(path)) if (path / "summary.json").is_file() else None
 
 
 def cells(scenarios: list[str], variants: list[str], traffics: list[str], flip_traffics: list[str],

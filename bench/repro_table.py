@@ -6,55 +6,20 @@ says what every column means). Reads finished runs only; runs nothing and needs 
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from pathlib import Path
 
+from common import mean_ci  # bench/common.py, which makes the package importable
+
 from mn_harness.cc.spec import CCSpec
 from mn_harness.network.tcp_counters import timeouts_per_iteration
 from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics
+from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS, apart_early, apart_text, span_stats
 from mn_harness.report.metrics import separation
-from mn_harness.results.stats import mean_ci95, median_with_never, percentile, wilson_ci95
+from mn_harness.results.loaders import load_summary
+from mn_harness.results.schema import RunSummary
 from mn_harness.sweep import Sweep, load_sweep
-
-
-def _ci(values: list[float]) -> str:
-    if not values:
-        return "-"
-    m, _, h = mean_ci95(values)
-    return f"{m:.3f}" + ("" if h is None else f" ± {h:.3f}")
-
-
-STEADY_ITERATIONS = 20
-
-
-def span_stats(metrics, *, last: int | None = None, first: int | None = None) -> dict[str, float] | None:
-    """One run's statistics over a span of every job's iterations, warm-up left out: the mean
-    over jobs of their mean and p99 iteration time, in seconds and over the baseline.
-
-    Neither: the whole run. last=N: the run's last N iterations, where interleaving, if it
-    comes, has come (the whole-run columns mix the iterations before convergence with those
-    after). first=N: the iterations before N of the job that did the fewest (the others in
-    proportion: the same stretch of time): what a run of N iterations would have measured.
-    A p99 is a tail only with enough samples: over 48 iterations it falls between the two
-    largest, so a short run's p99 is its slowest iteration and says how the run began."""
-    fewest = min((job.n_iterations for job in metrics.jobs.values()), default=0)
-    per_job = []
-    for job in metrics.jobs.values():
-        rows = [p for p in job.per_iteration if p["iter_time"] is not None and not p.get("warmup")]
-        if first is not None:
-            rows = [p for p in rows if p["iteration"] < round(first * job.n_iterations / fewest)]
-        times = [p["iter_time"] for p in rows][-last:] if last else [p["iter_time"] for p in rows]
-        if not times or not job.baseline_iter_s:
-            return None
-        per_job.append((statistics.mean(times), percentile(times, 99), job.baseline_iter_s))
-    if not per_job:
-        return None
-    return {"mean_s": statistics.mean(m for m, _, _ in per_job),
-            "p99_s": statistics.mean(p for _, p, _ in per_job),
-            "slowdown": statistics.mean(m / b for m, _, b in per_job),
-            "slowdown_p99": statistics.mean(p / b for _, p, b in per_job)}
 
 
 def base_of(cc: str) -> str | None:
@@ -71,13 +36,14 @@ def finished_results(sweep: Sweep) -> list:
 
 
 def scenario_rows(name: str, results: list, ccs: list[str],
-                  steady: int = STEADY_ITERATIONS) -> tuple[list[dict], str]:
+                  steady: int = LAST_ITERATIONS) -> tuple[list[dict], str]:
     agg = {(r.label, r.metric): r for r in aggregate_metrics(results) if r.scope == ALL_SCOPE}
     per_run = {(ref.label, ref.repetition): flatten_metrics(m) for ref, m in results}
     tails = {(ref.label, ref.repetition): span_stats(m, last=steady) for ref, m in results}
     apart = {(ref.label, ref.repetition): separation(m) for ref, m in results}
     summaries = {(ref.label, ref.repetition): _summary(ref.results_dir) for ref, _ in results}
-    rtos = {key: timeouts_per_iteration(summary) for key, summary in summaries.items()}
+    rtos = {key: timeouts_per_iteration(summary.tcp_counters, [j.iterations for j in summary.jobs.values()])
+            for key, summary in summaries.items()}
     steal = {key: host_steal(summary) for key, summary in summaries.items()}
     prediction = _prediction(summaries.values())
     rows = []
@@ -92,8 +58,8 @@ def scenario_rows(name: str, results: list, ccs: list[str],
                "converged": None if frac is None or frac.mean is None else (frac.mean, frac.n, frac.interval),
                "median_conv": None if conv is None or not conv.of else conv.median,
                "cassini": prediction,
-               "steady": [t["slowdown"] for (label, _), t in tails.items() if label == cc and t],
-               "steady_p99": [t["slowdown_p99"] for (label, _), t in tails.items() if label == cc and t],
+               "steady": [t.slowdown for (label, _), t in tails.items() if label == cc and t],
+               "steady_p99": [t.slowdown_p99 for (label, _), t in tails.items() if label == cc and t],
                "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
                "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
                "apart": [v for (label, _), v in apart.items() if label == cc and v is not None]}
@@ -109,8 +75,8 @@ def scenario_rows(name: str, results: list, ccs: list[str],
                         row[key].append(b[(ALL_SCOPE, metric)] / v[(ALL_SCOPE, metric)])
                 tb, tv = tails.get((base, rep)), tails.get((label, rep))
                 if tb and tv:
-                    row.setdefault("steady_gain", []).append(tb["mean_s"] / tv["mean_s"])
-                    row.setdefault("steady_gain_p99", []).append(tb["p99_s"] / tv["p99_s"])
+                    row.setdefault("steady_gain", []).append(tb.mean_s / tv.mean_s)
+                    row.setdefault("steady_gain_p99", []).append(tb.p99_s / tv.p99_s)
         rows.append(row)
     return rows, prediction
 
@@ -136,12 +102,12 @@ def length_rows(name: str, results: list, ccs: list[str], lengths) -> list[dict]
         for n in spans:
             own = [t for t in (stats[((cc, rep), n)] for rep in reps) if t]
             row = {"scenario": name, "cc": cc, "runs": len(own), "iterations": n or fewest, "whole": n is None,
-                   "slowdown": [t["slowdown"] for t in own], "slowdown_p99": [t["slowdown_p99"] for t in own]}
+                   "slowdown": [t.slowdown for t in own], "slowdown_p99": [t.slowdown_p99 for t in own]}
             if base:
                 pairs = [(b, v) for b, v in ((stats.get(((base, rep), n)), stats[((cc, rep), n)]) for rep in reps)
                          if b and v]
-                row["gain_mean"] = [b["mean_s"] / v["mean_s"] for b, v in pairs]
-                row["gain_p99"] = [b["p99_s"] / v["p99_s"] for b, v in pairs]
+                row["gain_mean"] = [b.mean_s / v.mean_s for b, v in pairs]
+                row["gain_p99"] = [b.p99_s / v.p99_s for b, v in pairs]
             rows.append(row)
     return rows
 
@@ -150,30 +116,31 @@ LENGTH_HEADERS = ["scenario", "cc", "runs", "iterations", "slowdown mean / p99",
 
 
 def format_length_row(row: dict) -> list[str]:
-    gains = "-" if row.get("gain_mean") is None else f"{_ci(row['gain_mean'])} / {_ci(row['gain_p99'])}"
+    gains = "-" if row.get("gain_mean") is None else f"{mean_ci(row['gain_mean'])} / {mean_ci(row['gain_p99'])}"
     span = f"{row['iterations']} (whole run)" if row["whole"] else f"first {row['iterations']}"
     return [row["scenario"], row["cc"], str(row["runs"]), span,
-            f"{_ci(row['slowdown'])} / {_ci(row['slowdown_p99'])}", gains]
+            f"{mean_ci(row['slowdown'])} / {mean_ci(row['slowdown_p99'])}", gains]
 
 
 def _entry(sweep: Sweep, ref) -> dict:
     return next(e for e in sweep.runs if e["results_dir"] == ref[2])
 
 
-def _summary(results_dir) -> dict:
+def _summary(results_dir) -> RunSummary:
+    """A finished run's summary; an empty one where it cannot be read (its columns stay empty)."""
     try:
-        return json.loads((Path(results_dir) / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}
+        return load_summary(results_dir)
+    except ValueError:  # ConfigError: missing or malformed
+        return RunSummary()
 
 
-def host_steal(summary: dict) -> float | None:
+def host_steal(summary: RunSummary) -> float | None:
     """The share of the cores' time the VM's host took during the run (summary.json
-    cpu_load.steal_mean; None for runs recorded before 3 December 2026). On the project's VM
-    it lengthens phases that nothing else slows (docs/troubleshooting.md#the-vms-host-took-its-cpu),
-    so a set of runs says how much of its noise was the host's."""
-    value = (summary.get("cpu_load") or {}).get("steal_mean")
-    return float(value) if isinstance(value, (int, float)) else None
+    cpu_load.steal_mean; None for runs recorded before it). On the project's VM it lengthens
+    phases that nothing else slows (docs/troubleshooting.md#the-vms-host-took-its-cpu), so a set
+    of runs says how much of its noise was the host's."""
+    value = (summary.cpu_load or {}).get("steal_mean")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _prediction(summaries) -> str:
@@ -181,7 +148,7 @@ def _prediction(summaries) -> str:
     share a link, from the first run's summary that has one: every run of a scenario carries
     the same prediction, since it depends on the config only."""
     for summary in summaries:
-        pred = summary.get("cassini") or {}
+        pred = summary.cassini or {}
         jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
         if jobs:
             best = sum(j["slowdown"] for j in jobs) / len(jobs)
@@ -190,33 +157,9 @@ def _prediction(summaries) -> str:
     return "-"
 
 
-APART_WITHIN = 10  # the target's "interleaved within 10 iterations" (in >= 80% of runs)
-
-
-def apart_early(seps: list) -> int:
-    """How many runs' jobs first stood apart by iteration APART_WITHIN."""
-    return sum(1 for s in seps if s.first is not None and s.first <= APART_WITHIN)
-
-
-def apart_text(seps: list) -> str:
-    """The 'apart' column: the runs whose jobs first stood apart (no job above the convergence
-    threshold's overlap, report.metrics.separation) by iteration APART_WITHIN, with the Wilson
-    95% interval; the median first-apart iteration over all runs (a run never apart counting
-    as later than any); the median number of later iterations in which they fell back."""
-    if not seps:
-        return "-"
-    early = apart_early(seps)
-    lo, hi = wilson_ci95(early, len(seps))
-    first = median_with_never([s.first for s in seps])
-    apart = [s.relapses for s in seps if s.first is not None]
-    relapses = "-" if not apart else f"{statistics.median(apart):g}"
-    return (f"{early} of {len(seps)} [{lo * 100:.0f}–{hi * 100:.0f}]; first "
-            f"{'never' if first is None else f'{first:g}'}; relapses {relapses}")
-
-
 HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
            "converged", "median conv. iter", f"apart by {APART_WITHIN}; first; relapses", "CASSINI best / aligned",
-           f"last {STEADY_ITERATIONS}: slowdown mean / p99", f"last {STEADY_ITERATIONS}: gain mean / p99",
+           f"last {LAST_ITERATIONS}: slowdown mean / p99", f"last {LAST_ITERATIONS}: gain mean / p99",
            "RTOs / iteration", "host steal"]
 
 
@@ -226,12 +169,12 @@ def format_row(row: dict) -> list[str]:
         f"{conv[0] * 100:.0f}% of {conv[1]} [{conv[2][0] * 100:.0f}–{conv[2][1] * 100:.0f}]"
     median = row["median_conv"]
     med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
-    return [row["scenario"], row["cc"], str(row["runs"]), _ci(row["slowdown"]), _ci(row["slowdown_p99"]),
-            _ci(row.get("gain_mean", [])), _ci(row.get("gain_p99", [])), conv_text, med_text,
+    return [row["scenario"], row["cc"], str(row["runs"]), mean_ci(row["slowdown"]), mean_ci(row["slowdown_p99"]),
+            mean_ci(row.get("gain_mean", [])), mean_ci(row.get("gain_p99", [])), conv_text, med_text,
             apart_text(row.get("apart", [])), row["cassini"],
-            f"{_ci(row['steady'])} / {_ci(row['steady_p99'])}",
-            "-" if not row.get("steady_gain") else f"{_ci(row['steady_gain'])} / {_ci(row['steady_gain_p99'])}",
-            _ci(row["rtos"]), _ci(row.get("steal", []))]
+            f"{mean_ci(row['steady'])} / {mean_ci(row['steady_p99'])}",
+            "-" if not row.get("steady_gain") else f"{mean_ci(row['steady_gain'])} / {mean_ci(row['steady_gain_p99'])}",
+            mean_ci(row["rtos"]), mean_ci(row.get("steal", []))]
 
 
 def _key(metric: str, scenario: str, cc: str) -> str:

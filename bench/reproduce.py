@@ -10,7 +10,7 @@ repetition: both ran side by side in the same round) ± 95% CI; the fraction of 
 converged (every job with a rival interleaved, overlap <= 10% from some iteration on) with its
 Wilson interval and the median convergence iteration over all runs (never counts as later than
 any); CASSINI's prediction (mean over jobs, best shifts / phases aligned); and the same slowdowns
-and gains over each run's last STEADY_ITERATIONS iterations ("last 20"), where interleaving, if
+and gains over each run's last 20 iterations (report.headline), where interleaving, if
 it comes, has come: over a whole run the p99 is set by the iterations before convergence; and
 the retransmission timeouts the kernel counted in the jobs' hosts per job iteration
 (summary.json tcp_counters; a phase that waits for one sets a p99). For runs longer than some N
@@ -45,18 +45,16 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import DEFAULT_LOCK, TOPOLOGIES, ChunkedLock  # bench/common.py, which makes the package importable
+from repro_table import DEFAULT_LENGTHS, table
 
-from measurelock import DEFAULT_LOCK, ChunkedLock  # noqa: E402  (bench/ is on sys.path)
-from repro_table import DEFAULT_LENGTHS, table  # noqa: E402
-
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.config.loader import read_experiment_file  # noqa: E402
-from mn_harness.config.overrides import apply_variant, parse_value  # noqa: E402
-from mn_harness.jobs.ideal import ideal_iteration_s  # noqa: E402
-from mn_harness.network.plan import NetworkPlan  # noqa: E402
-from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep  # noqa: E402
+from mn_harness.config import Experiment
+from mn_harness.config.loader import read_experiment_file
+from mn_harness.config.overrides import apply_variant, parse_value
+from mn_harness.jobs.ideal import ideal_iteration_s
+from mn_harness.jobs.scaling import apply_scaling
+from mn_harness.network.plan import NetworkPlan
+from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep
 
 ECN_20 = ("links[0].ecn_threshold", 20)  # the bottleneck CE-marks above 20 queued packets
 QUEUE_400 = ("links[0].queue", 400)
@@ -142,10 +140,10 @@ class BudgetSpent(Exception):
 
 def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     file, fixed = SUITE[name] if name in SUITE else (name, [])
-    raw = read_experiment_file(ROOT / "topologies" / file)
+    raw = read_experiment_file(TOPOLOGIES / file)
     raw = apply_variant(raw, [*fixed, *changes], create=True)
     if iterations:
-        exp = Experiment.from_dict(raw)
+        exp = apply_scaling(Experiment.from_dict(raw))
         plan = NetworkPlan(exp)
         periods = [ideal_iteration_s(job, plan)[0] for job in exp.jobs]
         for job, period in zip(raw["jobs"], periods, strict=True):

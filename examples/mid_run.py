@@ -45,11 +45,11 @@ def main() -> int:
         print(f"mid_run.py: {exc}", file=sys.stderr)
         return exc.exit_code
     results = mh.Results(s.results_dir)
-    change = results.summary["link_changes"][0]
+    change = (results.summary.link_changes or [])[0]
     tp = results.throughput
     tp = tp[tp.bytes > 0]
-    before, after = tp[tp.t < change["t"]], tp[tp.t >= change["t"]]
-    print(f"s1-s2 set to {change['bw_bps'] / 1e6:g} Mbit/s at t={change['t']:.2f}s")
+    before, after = tp[tp.t < change.t], tp[tp.t >= change.t]
+    print(f"s1-s2 set to {change.bw_bps / 1e6:g} Mbit/s at t={change.t:.2f}s")
     for name, part in (("before", before), ("after", after)):
         print(f"  {name}: median per-worker rate while sending {part.rate_bps.median() / 1e6:.0f} Mbit/s")
     print(f"results: {results.path}")

@@ -80,18 +80,19 @@ class PacketCapture:
     """tcpdump on each chosen link while the network is up; start() waits until every capture
     is listening, stop() lets each flush its file."""
 
-    def __init__(self, links: list[LinkConfig], results_dir: Path):
+    def __init__(self, links: list[LinkConfig]):
         self.links = links
-        self.dir = Path(results_dir) / PCAP_DIR
         self.captures: list[Capture] = []
 
-    def start(self, nodes: dict, plan, timeout_s: float = 10.0) -> None:
+    def start(self, nodes: dict, plan, results_dir: Path, timeout_s: float = 10.0) -> None:
+        """Into results_dir/pcap/."""
         check_tcpdump()
-        self.dir.mkdir(exist_ok=True)
+        out = Path(results_dir) / PCAP_DIR
+        out.mkdir(exist_ok=True)
         for link in self.links:
             intf = next(i for i in plan.interfaces[link.a] if i.link is link)
-            path = self.dir / f"{link.name}.pcap"
-            stderr_path = self.dir / f"{link.name}.tcpdump.log"
+            path = out / f"{link.name}.pcap"
+            stderr_path = out / f"{link.name}.tcpdump.log"
             with open(stderr_path, "w") as err:
                 proc = nodes[link.a].popen(tcpdump_argv(intf.name, path), stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL, stderr=err)

@@ -5,19 +5,15 @@ flushed is written out as results."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mn_harness.config import Experiment
-from mn_harness.interrupts import Interrupted, terminate_as_interrupt  # noqa: F401 - re-exported
-from mn_harness.results.summary import write_summary
-from mn_harness.session import (  # noqa: F401 - re-exported: the runner's names before the session
-    CC_CACHE,
-    Session,
-    make_results_dir,
-)
+from mn_harness.results.loaders import load_summary
+from mn_harness.results.schema import RunSummary
+from mn_harness.results.summary import update_summary
+from mn_harness.session import Session
 
 
 def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
@@ -47,16 +43,15 @@ def _run_with_isolated_baselines(experiment: Experiment, out_root, log, after_ru
         say(f"isolated baseline: {job.name} alone")
         alone = experiment.with_jobs([replace(job, start_offset_s=0.0)]).with_run(isolated=False)
         alone_dir = run_experiment(alone, out_root=alone_root, log=lambda *_: None)
-        summary = json.loads((alone_dir / "summary.json").read_text())
-        baselines[job.name] = summary["jobs"][job.name]["mean_iter_s"]
+        baselines[job.name] = load_summary(alone_dir).jobs[job.name].mean_iter_s
+
+    def with_baselines(summary: RunSummary) -> RunSummary:
+        jobs = {name: replace(info, isolated_iter_s=baselines[name]) if name in baselines else info
+                for name, info in summary.jobs.items()}
+        return replace(summary, jobs=jobs, isolated_runs=str(alone_root))
 
     def add_baselines(results_dir: Path) -> None:
-        path = results_dir / "summary.json"
-        summary = json.loads(path.read_text())
-        for name, value in baselines.items():
-            summary["jobs"][name]["isolated_iter_s"] = value
-        summary["isolated_runs"] = str(alone_root)
-        write_summary(results_dir, summary)
+        update_summary(results_dir, with_baselines)
         if after_run is not None:
             after_run(results_dir)
 

@@ -24,8 +24,10 @@ from mn_harness.config import Experiment
 from mn_harness.config.loader import read_json_file
 from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
 from mn_harness.errors import ConfigError, shown
+from mn_harness.jobs.scaling import apply_scaling
 from mn_harness.ownership import hand_over, make_dirs, new_stamped_dir
 from mn_harness.progress import format_eta, sweep_eta_s
+from mn_harness.results.loaders import load_summary
 
 PLAN_FILE = "plan.json"
 MAX_RUNS = 10_000  # CCs x --set combinations x repetitions in one comparison
@@ -54,8 +56,8 @@ def build_plan(ccs: Sequence[str | None], sets: Sequence[str], repeat: int) -> l
 
 
 def experiment_for(raw: dict, entry: dict, name: str) -> Experiment:
-    """The raw YAML with the entry's --set values and CC applied, validated; errors name the
-    --set path or the YAML path."""
+    """The raw YAML with the entry's --set values and CC applied, validated and scaled; errors
+    name the --set path or the YAML path."""
     variant = apply_variant(raw, entry["set"])
     if entry["cc"]:
         jobs = variant.get("jobs")
@@ -63,7 +65,7 @@ def experiment_for(raw: dict, entry: dict, name: str) -> Experiment:
             for job in jobs:
                 if isinstance(job, dict):
                     job["cc"] = entry["cc"]
-    return Experiment.from_dict(variant, default_name=name)
+    return apply_scaling(Experiment.from_dict(variant, default_name=name))
 
 
 @dataclass
@@ -102,10 +104,9 @@ class Sweep:
         if not folder:
             return False
         try:
-            summary = read_json_file(Path(folder, "summary.json"), "a results summary")
+            return load_summary(folder).status == "completed"
         except ConfigError:  # missing, cut off or not ours: run it again
             return False
-        return isinstance(summary, dict) and summary.get("status") == "completed"
 
     def refs(self) -> list[tuple[str, int, str]]:
         return [(e["label"], e["repetition"], e["results_dir"]) for e in self.runs

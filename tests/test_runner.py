@@ -29,7 +29,7 @@ def test_demo_topology_completes_with_every_row(tmp_path, state_dir):
     results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
     rows = read_rows(results)
     keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in rows}
-    expected = {(j.name, rank, it) for j in exp.jobs for rank in range(j.n) for it in range(j.iterations)}
+    expected = {(j.name, rank, it) for j in exp.jobs for rank in range(j.n_workers) for it in range(j.iterations)}
     assert keys == expected and len(rows) == len(expected)
     for r in rows:
         assert float(r["iter_time"]) >= 0.060 - 1e-3  # never faster than the compute phase

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mn_harness import collectives
 from mn_harness.cc.manager import available_congestion_controls
 from mn_harness.cc.namespace import read_allowed
 from mn_harness.config import Experiment
 from mn_harness.runner import run_experiment
 from mn_harness.state import state_dir
-from mn_harness.worker.torch_collectives import TORCH_COLLECTIVES
 from tests.helpers import small_demo
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.torch]
@@ -52,7 +52,7 @@ def test_torch_demo_completes_with_every_row_on_the_jobs_cc(tmp_path):
     results = run_experiment(exp, out_root=tmp_path, log=lambda *_: None)
     rows = read_csv(results / "iterations.csv")
     keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in rows}
-    assert keys == {(j.name, rank, it) for j in exp.jobs for rank in range(j.n) for it in range(j.iterations)}
+    assert keys == {(j.name, rank, it) for j in exp.jobs for rank in range(j.n_workers) for it in range(j.iterations)}
     assert len(rows) == len(keys)
     for r in rows:
         assert float(r["iter_time"]) >= 0.060 - 1e-3
@@ -89,8 +89,8 @@ def test_bpf_variant_on_gloo_sockets_and_unregistered_after(tmp_path):
 
 def test_every_torch_collective_sends_what_its_arithmetic_says(tmp_path):
     """One run, one 3-worker job per collective on a star: the bytes each rank's gloo
-    connections carried (acknowledged, from the kernel) against torch_collectives.py."""
-    names = list(TORCH_COLLECTIVES)
+    connections carried (acknowledged, from the kernel) against collectives/gloo.py."""
+    names = list(collectives.names(engine=collectives.TORCH))
     hosts = [f"h{i}" for i in range(1, 3 * len(names) + 1)]
     raw = {"hosts": hosts, "switches": ["s1"], "link_defaults": {"bw": "1Gbit", "queue": 100},
            "links": [{"endpoints": [h, "s1"]} for h in hosts],
@@ -104,7 +104,7 @@ def test_every_torch_collective_sends_what_its_arithmetic_says(tmp_path):
     assert len(rows) == 3 * 3 * len(names)
     for k, c in enumerate(names):
         for rank in range(3):
-            want = 3 * TORCH_COLLECTIVES[c].bytes_sent(3_000_000, 3, rank)
+            want = 3 * collectives.schedule(c, 3_000_000, 3).sent_by(rank)
             got = acked.get((f"j{k}", rank), 0)
             assert want <= got <= want * 1.01 + 2000, (c, rank, got, want)
 

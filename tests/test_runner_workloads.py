@@ -55,7 +55,7 @@ def check_rows_and_bytes(exp: Experiment, results: Path) -> dict:
     return summary
 
 
-@pytest.mark.parametrize("collective", [c for c in collectives.SCHEDULED if c != "pipeline"])
+@pytest.mark.parametrize("collective", collectives.names(engine=collectives.SYNTHETIC, pipeline_pass=False))
 def test_every_collective_runs_with_every_row_and_its_bytes(tmp_path, collective):
     job: dict = {"name": "j", "workers": ["h1", "h3"], "iterations": 3, "cc": "cubic",
                  "phases": [{"compute": "20ms"}, {"collective": collective, "bytes": "1MB"}]}
@@ -71,7 +71,7 @@ def test_every_collective_runs_with_every_row_and_its_bytes(tmp_path, collective
     comm = [p for p in phases if p["kind"] == "comm"]
     assert len(comm) == n_ranks * 3 and {p["collective"] for p in comm} == {collective}
     compute = [p for p in phases if p["kind"] == "compute"]
-    assert len(compute) == exp.jobs[0].n * 3  # servers do not compute
+    assert len(compute) == exp.jobs[0].n_workers * 3  # servers do not compute
 
 
 def test_pipeline_and_a_sequence_of_collectives(tmp_path):

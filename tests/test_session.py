@@ -45,7 +45,7 @@ def test_api_run_returns_frames_matching_the_csv_and_every_file_belongs_to_the_s
     assert (results.path / "plots" / "throughput.pdf").is_file() and (results.path / "report.md").is_file()
     assert {p.stat().st_uid for p in made} == {NOBODY}, [p for p in made if p.stat().st_uid != NOBODY]
     summary = results.summary
-    prov = summary["provenance"]
+    prov = summary.provenance
     assert prov["software"]["mn_harness"] == mh.__version__ and prov["software"]["mininet"]
     assert prov["machine"]["kernel"] == os.uname().release and prov["machine"]["cpu_count"] == os.cpu_count()
     assert prov["started_at"] <= prov["ended_at"] and prov["command"]

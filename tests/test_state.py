@@ -268,7 +268,7 @@ def test_a_failed_unregister_is_kept_and_a_second_clean_finishes_it(state_dir, t
     from mn_harness.cc.manager import CongestionControlManager, available_congestion_controls, struct_ops_maps
     from mn_harness.cc.spec import CCSpec
 
-    manager = CongestionControlManager(tmp_path / "cc", log=lambda *_: None)
+    manager = CongestionControlManager(log=lambda *_: None)
     try:
         manager.prepare([CCSpec("mltcp-reno", slope=3.5)])
     except CCUnavailable as exc:

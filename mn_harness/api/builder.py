@@ -32,6 +32,7 @@ from mn_harness.config import Experiment, JobConfig, RunConfig, SwitchConfig
 from mn_harness.config.dump import cc_to_raw, experiment_to_raw
 from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.overrides import apply_path
+from mn_harness.jobs.scaling import apply_scaling
 
 Number = int | float
 Quantity = str | int | float  # "25MB", "300ms", "1Gbit", or a number in SI base units
@@ -150,16 +151,18 @@ class ExperimentBuilder:
         return self
 
     def build(self) -> Experiment:
-        """The validated experiment; ConfigError naming the path of the first bad value."""
-        return Experiment.from_dict(copy.deepcopy(self.raw), default_name="experiment")
+        """The validated experiment, its jobs scaled; ConfigError naming the path of the first
+        bad value."""
+        return apply_scaling(Experiment.from_dict(copy.deepcopy(self.raw), default_name="experiment"))
 
 
 def as_experiment(what: ExperimentBuilder | Experiment | str | Path) -> Experiment:
-    """An experiment from a builder, a resolved experiment, or an experiment file's path."""
-    if isinstance(what, Experiment):
-        return what
+    """An experiment, its jobs scaled, from a builder, an experiment (mn_harness.load_experiment
+    leaves scale rules to this step) or an experiment file's path."""
     if isinstance(what, ExperimentBuilder):
         return what.build()
+    if isinstance(what, Experiment):
+        return apply_scaling(what)
     from mn_harness.config import load_experiment
 
-    return load_experiment(what)
+    return apply_scaling(load_experiment(what))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.results.frames import RunFrames, load
-from mn_harness.results.schema import SUMMARY_JSON
+from mn_harness.results.loaders import load_summary
+from mn_harness.results.schema import RunSummary
+
+
+def _frame(name: str, doc: str) -> property:
+    """One of the run's DataFrames (results.load: RunFrames) as a property."""
+    return property(lambda results: getattr(results.frames, name), doc=doc)
 
 
 class Results:
@@ -20,13 +24,13 @@ class Results:
         return f"Results({str(self.path)!r}, status={self.status!r})"
 
     @property
-    def summary(self) -> dict[str, Any]:
-        """summary.json as it is now (the report adds `metrics`)."""
-        return json.loads((self.path / SUMMARY_JSON).read_text())
+    def summary(self) -> RunSummary:
+        """summary.json as it is now, typed (results.schema; the report adds `metrics`)."""
+        return load_summary(self.path)
 
     @property
     def status(self) -> str:
-        return str(self.summary.get("status", "unknown"))
+        return self.summary.status or "unknown"
 
     @property
     def experiment(self) -> Experiment:
@@ -37,23 +41,11 @@ class Results:
     def frames(self) -> RunFrames:
         return load(self.path)
 
-    @property
-    def iterations(self):
-        """One row per job, rank and iteration (iterations.csv) with run, label, cc columns."""
-        return self.frames.iterations
-
-    @property
-    def throughput(self):
-        return self.frames.throughput
-
-    @property
-    def queue(self):
-        return self.frames.queue
-
-    @property
-    def metrics(self):
-        """One row per job: iteration statistics, slowdown, overlap, convergence."""
-        return self.frames.metrics
+    iterations = _frame("iterations", "One row per job, rank and iteration (iterations.csv) with run, label, "
+                                      "cc columns.")
+    throughput = _frame("throughput", "Bytes per bin per worker (throughput.csv) with rate_bps.")
+    queue = _frame("queue", "The sampled egress queues (queue.csv).")
+    metrics = _frame("metrics", "One row per job: iteration statistics, slowdown, overlap, convergence.")
 
     def report(self, plots: bool = True, window: tuple[float, float] | None = None) -> Path:
         """Metrics into summary.json, plots (PNG + PDF), report.md; returns report.md's path."""

@@ -219,3 +219,11 @@ def prog_test_run(prog_fd: int, ctx: bytes) -> int:
     attr = _attr("<IIIIQQIIIIQQ", prog_fd, 0, 0, 0, 0, 0, 0, 0, len(ctx), 0, ctypes.addressof(buf), 0)
     bpf(BPF_PROG_TEST_RUN, attr)
     return int(struct.unpack_from("<I", attr, 4)[0])
+
+
+def prog_run_stats(fd: int) -> tuple[int, int]:
+    """(run_time_ns, run_cnt) of the program behind `fd`: the kernel's own account of the time
+    it ran, kept only while kernel.bpf_stats_enabled is 1 (else both stay 0)."""
+    raw = _info(fd, 216)
+    run_time_ns, run_cnt = struct.unpack_from("<QQ", raw, 192)
+    return int(run_time_ns), int(run_cnt)

@@ -154,8 +154,7 @@ def _spec_key(spec: CCSpec) -> tuple:
 class CongestionControlManager:
     """Builds, registers and cleans up the congestion controls of one experiment."""
 
-    def __init__(self, workdir: Path, log=print, *, cache_dir: Path | None = None):
-        self.workdir = Path(workdir)
+    def __init__(self, log=print, *, cache_dir: Path | None = None):
         self.log = log
         self.builder = Builder(cache_dir or default_cache_dir(), log=log)
         self._instances: dict[tuple, _Instance] = {}

@@ -27,11 +27,12 @@ def need_root(command: str) -> None:
 
 
 def load(path: str, args: argparse.Namespace) -> Experiment:
-    """The experiment file with the command line's overrides (--cc, --dataplane) applied and
-    validated like the file itself."""
+    """The experiment file, its jobs scaled, with the command line's overrides (--cc,
+    --dataplane) applied and validated like the file itself."""
     from mn_harness.cc.spec import CCSpec
+    from mn_harness.jobs.scaling import apply_scaling
 
-    experiment = load_experiment(path)
+    experiment = apply_scaling(load_experiment(path))
     if getattr(args, "cc", None) is not None:
         experiment = experiment.with_cc(CCSpec.from_dict(args.cc, "--cc"))
     if getattr(args, "dataplane", None):
@@ -72,10 +73,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from mn_harness.network.plan import NetworkPlan
 
     plan = NetworkPlan(experiment)
+    from mn_harness.dataplane.bmv2_setup import check_programs
+
+    programs = check_programs(plan)  # the switches' own P4 programs against the contract
     print(f"{args.experiment}: ok — {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
           f"{len(experiment.links)} links, {len(experiment.jobs)} jobs")
     for warning in experiment.warnings():
         print(f"  warning: {warning}")
+    for line in programs:
+        print(f"  {line}")
     plan, routing = routed_plan(plan)
     if routing:
         print(f"  {routing}")
@@ -134,6 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_results_root(experiment.run.output_dir if args.out is None else args.out,
                        "run.output_dir" if args.out is None else "--out")
     check_state_dir()
+    from mn_harness.dataplane.bmv2_setup import check_programs
+    from mn_harness.network.plan import NetworkPlan
+
+    check_programs(NetworkPlan(experiment))  # a program that cannot do what is asked: exit 2 here
     need_root("run")
     for warning in experiment.warnings():
         print(f"warning: {warning}")

@@ -37,7 +37,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if args.resume:
         if args.experiment or args.cc is not None or args.set or args.out is not None:
-            raise ConfigError("--resume", "takes the comparison folder only (its plan has the rest)")
+            raise ConfigError("--resume", "takes the comparison folder only (its plan has the rest; "
+                                          "--faithful-only and --no-plots may go with it)")
         sweep = sweeps.load_sweep(args.resume)
         try:
             sweep.experiments()  # still valid with this version?
@@ -67,13 +68,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"`mn-harness compare --resume {sweep.folder}`", file=sys.stderr)
         return EXIT_INTERRUPTED
     from mn_harness.ownership import hand_over
-    from mn_harness.report.aggregate import aggregate
     from mn_harness.report.compare import format_compare_table, write_compare
 
-    md = write_compare(sweep.refs(), sweep.folder, plots=not args.no_plots)
+    written = write_compare(sweep.refs(), sweep.folder, plots=not args.no_plots, only_faithful=args.faithful_only)
     hand_over(sweep.folder)
-    print(format_compare_table(aggregate(sweep.refs())))
-    print(f"comparison: {md}")
+    print(format_compare_table(written.rows))
+    if written.left_out:
+        print(f"faithful runs only: left out {len(written.left_out)} of {len(sweep.refs())}: "
+              + "; ".join(written.left_out))
+    print(f"comparison: {written.md}")
     return 0
 
 
@@ -119,4 +122,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="put the comparison folder under this directory")
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted comparison")
     p.add_argument("--no-plots", action="store_true", help="skip plots")
+    p.add_argument("--faithful-only", action="store_true",
+                   help="aggregate only the runs whose emulation was faithful (summary.json fidelity); "
+                        "says how many were left out")
     p.set_defaults(func=cmd_compare)

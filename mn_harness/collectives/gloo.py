@@ -18,14 +18,35 @@ headers; tests/test_runner_torch.py checks every collective on every run of the 
 * torch_all_to_all: ceil(size/n) from every rank to every other: (n-1)/n * size;
 * torch_broadcast: the root (rank 0) sends the whole tensor to every other rank, (n-1) * size;
   the others send nothing.
+
+Their records: short form only (the torch worker runs one collective per iteration), run by
+torch.distributed (`torch_call`: the function mn_harness/worker/torch_worker.py calls), the bus
+bandwidth factor of their synthetic counterpart, and PyTorch needed on this machine — found
+without importing it (that takes seconds), so validation says so on machines without it.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable
+
+from mn_harness.collectives.registry import TORCH, Collective
 from mn_harness.collectives.schedule import Schedule, Transfer, ceil_div, need_ranks
 
-NAMES = ("torch_allreduce", "torch_reduce_scatter", "torch_all_gather", "torch_all_to_all",
-         "torch_broadcast")
+INSTALL_HINT = ("PyTorch, which is not installed: pip install -e '.[torch]' in the harness's venv "
+                "(or make test EXTRAS=torch)")
+
+
+def torch_importable() -> bool:
+    """True when `import torch` would find a package (without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_torch() -> str | None:
+    return None if torch_importable() else INSTALL_HINT
 
 
 def tensor_bytes(total_bytes: int) -> int:
@@ -65,13 +86,16 @@ def _broadcast(total_bytes: int, n: int) -> Schedule:
                     tuple(Transfer(0, 0, 0, 0, d, size) for d in range(1, n)), dependent=False)
 
 
-def schedule(collective: str, total_bytes: int, n: int) -> Schedule:
-    if collective in ("torch_allreduce", "torch_reduce_scatter"):
-        return _ring_allreduce(collective, total_bytes, n)
-    if collective == "torch_all_gather":
-        return _all_gather(total_bytes, n)
-    if collective == "torch_all_to_all":
-        return _all_to_all(total_bytes, n)
-    if collective == "torch_broadcast":
-        return _broadcast(total_bytes, n)
-    raise ValueError(f"unknown torch collective {collective!r} (known: {', '.join(NAMES)})")
+def _record(name: str, schedule: Callable[[int, int], Schedule], torch_call: str, counterpart: str) -> Collective:
+    return Collective(name, lambda c: schedule(c.nbytes, c.ranks), None, engine=TORCH, phase=False,
+                      torch_call=torch_call, counterpart=counterpart, missing=missing_torch)
+
+
+RECORDS = (
+    _record("torch_allreduce", lambda s, n: _ring_allreduce("torch_allreduce", s, n), "all_reduce", "ring_allreduce"),
+    _record("torch_reduce_scatter", lambda s, n: _ring_allreduce("torch_reduce_scatter", s, n),
+            "reduce_scatter_tensor", "reduce_scatter"),
+    _record("torch_all_gather", _all_gather, "all_gather_into_tensor", "all_gather"),
+    _record("torch_all_to_all", _all_to_all, "all_to_all_single", "all_to_all"),
+    _record("torch_broadcast", _broadcast, "broadcast", "broadcast"),
+)

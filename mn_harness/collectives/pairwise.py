@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from mn_harness.collectives.bandwidth import share_factor, unit_factor
+from mn_harness.collectives.registry import Collective
 from mn_harness.collectives.schedule import Schedule, Transfer, ceil_div, need_ranks
 
 
@@ -35,3 +37,9 @@ def parameter_server(total_bytes: int, n: int, servers: int) -> Schedule:
     pull = [Transfer(1, 0, j, workers + j, w, shard)
             for j in range(servers) for w in range(workers)]
     return Schedule("parameter_server", n, total_bytes, tuple(push + pull))
+
+
+ALL_TO_ALL = Collective("all_to_all", lambda c: all_to_all(c.nbytes, c.ranks), share_factor)
+# busbw: ours, S = the gradient's bytes over the workers (not the servers)
+PARAMETER_SERVER = Collective("parameter_server", lambda c: parameter_server(c.nbytes, c.ranks, c.servers),
+                              unit_factor, uses_servers=True, least_participants=1)

@@ -9,12 +9,17 @@ So stage s sends m*A forward (s < p-1) and m*G backward (s > 0).
 
 `ideal_time` plays this order with fixed compute times and each transfer at its pair's path
 rate (one transfer at a time per directed pair): the pipeline phase's ideal duration, bubble
-included. The worker runs the same order (mn_harness/worker/pipeline.py)."""
+included. The worker runs the same order (mn_harness/worker/pipeline.py).
+
+The record: phases only (a pass has its own compute, so there is no short form), with the keys
+micro_batches (required), forward, backward (compute per micro-batch and stage) and grad_bytes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from mn_harness.collectives.bandwidth import unit_factor
+from mn_harness.collectives.registry import Call, Collective, Ideal, Network
 from mn_harness.collectives.schedule import Schedule, Transfer, need_ranks
 
 FORWARD, BACKWARD = "F", "B"
@@ -81,3 +86,21 @@ def ideal_time(p: int, m: int, forward_s: float, backward_s: float, act_bytes: i
     if any(position[s] < len(orders[s]) for s in range(p)):  # pragma: no cover - 1F1B never deadlocks
         raise RuntimeError("pipeline schedule deadlocked")
     return max(free_at + list(pair_free.values()))
+
+
+def _ideal(call: Call, network: Network) -> Ideal:
+    """The 1F1B pass played with each transfer at its path's rate; bounded by the slowest
+    forward path between consecutive stages (a path, not one link)."""
+    def seconds(src: int, dst: int, nbytes: int) -> float:
+        return nbytes * 8 / network.path_bps(src, dst)
+
+    grad = call.nbytes if call.grad_bytes is None else call.grad_bytes
+    t = ideal_time(call.ranks, call.micro_batches, call.forward_s, call.backward_s, call.nbytes, grad, seconds)
+    return Ideal(t, min(network.path_bps(s, s + 1) for s in range(call.ranks - 1)), None)
+
+
+# busbw: ours, S = m * the activation bytes of one stage boundary
+PIPELINE = Collective("pipeline", lambda c: pipeline(c.nbytes, c.ranks, c.micro_batches, c.grad_bytes),
+                      unit_factor, short_form=False,
+                      phase_keys=("micro_batches", "forward", "backward", "grad_bytes"),
+                      required_keys=("micro_batches",), pipeline_pass=True, ideal=_ideal)

@@ -15,6 +15,8 @@ always did):
 
 from __future__ import annotations
 
+from mn_harness.collectives.bandwidth import allreduce_factor, share_factor, unit_factor
+from mn_harness.collectives.registry import Collective
 from mn_harness.collectives.schedule import Schedule, Transfer, ceil_div, need_ranks
 
 
@@ -65,3 +67,11 @@ def broadcast(total_bytes: int, n: int) -> Schedule:
 def bytes_sent_per_worker(total_bytes: int, n: int) -> int:
     """Ring all-reduce: 2(n-1) * ceil(S/n), the per-step rounding the worker really does."""
     return steps(n) * chunk_bytes(total_bytes, n)
+
+
+RING_ALLREDUCE = Collective("ring_allreduce", lambda c: ring_allreduce(c.nbytes, c.ranks), allreduce_factor,
+                            bucketable=True)
+REDUCE_SCATTER = Collective("reduce_scatter", lambda c: reduce_scatter(c.nbytes, c.ranks), share_factor)
+ALL_GATHER = Collective("all_gather", lambda c: all_gather(c.nbytes, c.ranks), share_factor)
+# `root: h2` puts h2 first among the participants (config.workload)
+BROADCAST = Collective("broadcast", lambda c: broadcast(c.nbytes, c.ranks), unit_factor, phase_keys=("root",))

@@ -16,6 +16,8 @@ tree's bus bandwidth is bounded below the link rate (see bandwidth.bound_fractio
 
 from __future__ import annotations
 
+from mn_harness.collectives.bandwidth import allreduce_factor
+from mn_harness.collectives.registry import Collective
 from mn_harness.collectives.schedule import Schedule, Transfer, need_ranks
 
 Tree = tuple[list[int], list[list[int]]]  # parent per rank (-1 = root), children per rank
@@ -95,3 +97,7 @@ def tree_allreduce(total_bytes: int, n: int) -> Schedule:
         if halves[channel]:
             transfers += tree_transfers(tree, channel, halves[channel])
     return Schedule("tree_allreduce", n, total_bytes, tuple(transfers))
+
+
+TREE_ALLREDUCE = Collective("tree_allreduce", lambda c: tree_allreduce(c.nbytes, c.ranks), allreduce_factor,
+                            bucketable=True)

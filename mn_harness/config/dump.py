@@ -24,7 +24,7 @@ from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold
 from mn_harness.config.experiment import Experiment
 from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
-from mn_harness.config.workload import ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
+from mn_harness.config.workload import PHASE_OPTIONS, ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
 from mn_harness.units import (
     format_bandwidth,
     format_duration,
@@ -143,9 +143,11 @@ def phase_to_raw(phase: Phase) -> dict:
                           "first_bucket": size(phase.overlap.first_bucket_bytes), "backward": phase.overlap.backward}
     if not phase.blocking:
         raw["blocking"] = False
-    if phase.collective == "pipeline":
-        raw.update(micro_batches=phase.micro_batches, forward=duration(phase.forward_s),
-                   backward=duration(phase.backward_s), grad_bytes=phase.grad_bytes)
+    for key in phase.record.phase_keys:  # its collective's own keys (a root is the first participant)
+        if key in PHASE_OPTIONS:
+            field, how = PHASE_OPTIONS[key]
+            value = getattr(phase, field)
+            raw[key] = duration(value) if how == "duration" else value
     return raw
 
 
@@ -161,22 +163,24 @@ def straggler_to_raw(s: StragglerConfig) -> dict:
 
 def job_to_raw(job: JobConfig) -> dict:
     """The short form when the job is one (compute, then its collective, no jitter or overlap),
-    else the resolved phase list. A preset, a scale rule or a trace are resolved away (they are
-    in summary.json: `model`, `scaled`, `trace`)."""
+    else the resolved phase list. A preset, an applied scale rule or a trace are resolved away
+    (they are in summary.json: `model`, `scaled`, `trace`)."""
     _covers(job, {"name", "workers", "bytes_per_iteration", "compute_s", "iterations", "collective",
                   "start_offset_s", "cc", "inc", "phases", "servers", "stragglers", "model", "scale", "scaled",
                   "trace"})
     raw: dict[str, Any] = {"name": job.name, "workers": list(job.workers)}
     if job.servers:
         raw["servers"] = list(job.servers)
-    servers = job.servers if job.collective == "parameter_server" else ()
-    if job.phases == two_phase(job.workers, servers, ComputeSpec(job.compute_s), job.collective,
+    if job.phases == two_phase(job.workers, job.servers, ComputeSpec(job.compute_s), job.collective,
                                job.bytes_per_iteration):
         raw.update(collective=job.collective, bytes_per_iteration=size(job.bytes_per_iteration),
                    compute=duration(job.compute_s))
     else:
         raw["phases"] = [phase_to_raw(p) for p in job.phases]
     raw.update(iterations=job.iterations, start_offset=duration(job.start_offset_s), cc=cc_to_raw(job.cc))
+    if job.unscaled:  # not yet applied: the file keeps the rule, so loading and scaling give the same
+        assert job.scale is not None
+        raw["scale"] = {"real_link": bandwidth(job.scale.real_link_bps)}
     if job.stragglers:
         raw["stragglers"] = [straggler_to_raw(s) for s in job.stragglers]
     if job.inc is not None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
@@ -25,6 +26,7 @@ from mn_harness.config.model import (
     check_name,
 )
 from mn_harness.errors import ConfigError
+from mn_harness.p4 import DEFAULT_PROGRAM
 from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
 
 MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
@@ -98,7 +100,9 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, raw: Any, default_name: str = "experiment", base_dir: Path | None = None) -> Experiment:
-        """`base_dir`: where relative paths in the file (a job's `trace`) are read from."""
+        """`base_dir`: where relative paths in the file (a job's `trace`, a switch's `program`)
+        are read from. A job's `scale` rule is recorded, not applied: it needs the network plan,
+        so it is the step after loading (mn_harness.jobs.scaling.apply_scaling)."""
         check_keys(raw, "", TOP_KEYS, {"hosts", "links", "jobs"})
         name = raw.get("experiment", default_name)
         if not isinstance(name, str) or not EXPERIMENT_RE.fullmatch(name):
@@ -122,7 +126,7 @@ class Experiment:
             raise ConfigError("hosts", "at least one host is needed")
         switches = []
         for i, s in enumerate(_list(raw.get("switches", []), "switches")):
-            switch = SwitchConfig.from_dict(s, f"switches[{i}]")
+            switch = SwitchConfig.from_dict(s, f"switches[{i}]", base_dir)
             claim(switch.name, f"switches[{i}]")
             switches.append(switch)
         if len(hosts) + len(switches) > MAX_NETWORK_NODES:
@@ -197,11 +201,6 @@ class Experiment:
         experiment._check_inc_jobs()
         experiment._check_emulation()
         experiment.check_dataplane_limits(experiment.run.dataplane)
-        if any(job.scale for job in experiment.jobs):
-            # the scale rule needs the jobs' bottlenecks, a fact of the network plan
-            from mn_harness.jobs.scaling import apply_scaling
-
-            experiment = apply_scaling(experiment)
         return experiment
 
     def _check_interface_names(self) -> None:
@@ -259,22 +258,23 @@ class Experiment:
 
     def _check_inc_jobs(self) -> None:
         """inc_allreduce: every worker's only link goes to the same switch, which runs the
-        aggregation program on the BMv2 data plane (auto may pick it); its slot pool holds the
+        aggregation program (or a program of the user's: the data plane checks it has the
+        aggregation feature) on the BMv2 data plane (auto may pick it); its slot pool holds the
         jobs' slots."""
         programs = {s.name: s.program for s in self.switches}
         pool: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
-            if job.collective != "inc_allreduce":
+            if collectives.get(job.collective).engine != collectives.INC:
                 continue
             peers = {next(p for p, _ in self.neighbours()[w]) for w in job.workers}
             switch = peers.pop() if len(peers) == 1 else None
-            if (switch is None or programs.get(switch) != "aggregation"
+            if (switch is None or programs.get(switch) in (None, DEFAULT_PROGRAM)
                     or self.run.dataplane not in ("bmv2", "auto")):
                 raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
                                   "aggregation switch (bmv2 data plane, program: aggregation)")
             assert job.inc is not None  # set for every inc_allreduce job
-            if job.n > AGG_MAX_WORKERS:
-                raise ConfigError(f"jobs[{i}].workers", f"{job.n} workers; in-network aggregation "
+            if job.n_workers > AGG_MAX_WORKERS:
+                raise ConfigError(f"jobs[{i}].workers", f"{job.n_workers} workers; in-network aggregation "
                                   f"takes at most {AGG_MAX_WORKERS} (the switch's worker bitmap)")
             pool[switch] = pool.get(switch, 0) + 2 * job.inc.slots
             if pool[switch] > AGG_POOL:
@@ -306,7 +306,7 @@ class Experiment:
 
 def _host_path(i: int, job: JobConfig, k: int) -> str:
     """YAML path of the job's k-th host (workers first, then servers)."""
-    return f"jobs[{i}].workers[{k}]" if k < job.n else f"jobs[{i}].servers[{k - job.n}]"
+    return f"jobs[{i}].workers[{k}]" if k < job.n_workers else f"jobs[{i}].servers[{k - job.n_workers}]"
 
 
 def load_experiment(path: str | Path) -> Experiment:

@@ -9,6 +9,7 @@
         host_saturated: 0.05    # at most this share of 100 ms intervals with every core busy
         host_steal: 0.05        # at most this share of the cores' time taken by the VM's host
         compute_overshoot: 2ms  # p99 of how much longer a compute phase slept than asked
+        send_lag: 5ms           # p99 over iterations of the longest wait of a send that could go
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class FidelityThresholds:
     host_saturated: float = 0.05
     host_steal: float = 0.05
     compute_overshoot_s: float = 0.002
+    send_lag_s: float = 0.005
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> FidelityThresholds:
@@ -38,7 +40,8 @@ class FidelityThresholds:
         if not isinstance(raw, Mapping):
             raise ConfigError(path, f"expected true, false or a mapping of thresholds, got {raw!r}")
         shares = ("link_tolerance", "link_within", "host_saturated", "host_steal")
-        allowed = {*shares, "link_min_gaps", "compute_overshoot"}
+        durations = {"compute_overshoot": "compute_overshoot_s", "send_lag": "send_lag_s"}
+        allowed = {*shares, "link_min_gaps", *durations}
         for key in raw:
             if key not in allowed:
                 raise ConfigError(f"{path}.{shown(key)}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -54,9 +57,9 @@ class FidelityThresholds:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{path}.link_min_gaps", f"expected a whole number >= 1, got {value!r}")
             values["link_min_gaps"] = value
-        if "compute_overshoot" in raw:
-            values["compute_overshoot_s"] = parse_duration(raw["compute_overshoot"], f"{path}.compute_overshoot",
-                                                           max_s=60.0)
+        for key, field_name in durations.items():
+            if key in raw:
+                values[field_name] = parse_duration(raw[key], f"{path}.{key}", max_s=60.0)
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
@@ -72,6 +75,6 @@ class FidelityThresholds:
             value = getattr(self, f.name)
             if f.name == "enabled" or value == getattr(default, f.name):
                 continue
-            out["compute_overshoot" if f.name == "compute_overshoot_s" else f.name] = (
-                f"{value * 1000:g}ms" if f.name == "compute_overshoot_s" else value)
+            seconds = f.name.endswith("_s")
+            out[f.name[:-2] if seconds else f.name] = f"{value * 1000:g}ms" if seconds else value
         return out or True

@@ -20,10 +20,10 @@ from mn_harness import collectives
 from mn_harness.config.presets import Preset, ScaleConfig, preset
 from mn_harness.config.workload import (
     ComputeSpec,
-    OverlapConfig,
     Phase,
     check_phases,
     parse_model_params,
+    parse_overlap,
     parse_phases,
     two_phase,
 )
@@ -32,8 +32,8 @@ from mn_harness.units import parse_size
 
 FORMS = ("bytes_per_iteration", "model_params", "model", "phases", "trace")
 SHORT_ONLY = ("compute", "collective", "overlap")
+DEFAULT_COLLECTIVE = "ring_allreduce"
 KEYS = set(FORMS) | set(SHORT_ONLY) | {"scale"}
-SHORT_COLLECTIVES = tuple(c for c in collectives.NAMES if c != "pipeline")
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,12 @@ def parse_iteration(raw: Mapping, path: str, workers: tuple[str, ...], servers: 
 
 def _short_form(raw: Mapping, path: str, form: str, workers: tuple[str, ...], servers: tuple[str, ...],
                 scale: ScaleConfig | None) -> Iteration:
-    collective = raw.get("collective", "ring_allreduce")
-    if collective not in SHORT_COLLECTIVES:
-        hint = " (pipeline: write it as a phase)" if collective == "pipeline" else ""
+    collective = raw.get("collective", DEFAULT_COLLECTIVE)
+    record = collectives.find(collective)
+    if record is None or not record.short_form:
+        hint = f" ({collective}: write it as a phase)" if record is not None and record.phase else ""
         raise ConfigError(f"{path}.collective", f"unknown collective {collective!r}{hint} "
-                          f"(known: {', '.join(SHORT_COLLECTIVES)})")
+                          f"(known: {', '.join(collectives.names(short_form=True))})")
     model = None
     if form == "bytes_per_iteration":
         nbytes = parse_size(raw["bytes_per_iteration"], f"{path}.bytes_per_iteration")
@@ -85,13 +86,8 @@ def _short_form(raw: Mapping, path: str, form: str, workers: tuple[str, ...], se
     else:
         why = f" (model {model.name} has no known compute time)" if model is not None else ""
         raise ConfigError(f"{path}.compute", f"required key is missing{why}")
-    overlap = None
-    if "overlap" in raw:
-        if collective not in collectives.BUCKETABLE:
-            raise ConfigError(f"{path}.overlap", f"only for {' or '.join(collectives.BUCKETABLE)}")
-        overlap = OverlapConfig.from_yaml(raw["overlap"], f"{path}.overlap")
-    ps_servers = servers if collective == "parameter_server" else ()
-    phases = two_phase(workers, ps_servers, compute, collective, nbytes, overlap)
+    overlap = parse_overlap(raw["overlap"], f"{path}.overlap", record) if "overlap" in raw else None
+    phases = two_phase(workers, servers, compute, collective, nbytes, overlap)
     check_phases(phases, path, servers)
     return Iteration(phases, model=model, scale=scale)
 

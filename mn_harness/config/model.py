@@ -18,7 +18,7 @@ from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold, parse_ecn_threshold, parse_queue_telemetry, parse_tcp_ecn
 from mn_harness.config.emulation import Emulation
 from mn_harness.config.fidelity import FidelityThresholds
-from mn_harness.config.forms import FORMS, parse_iteration
+from mn_harness.config.forms import DEFAULT_COLLECTIVE, FORMS, parse_iteration
 from mn_harness.config.forms import KEYS as FORM_KEYS
 from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
 from mn_harness.config.workload import (
@@ -34,12 +34,10 @@ from mn_harness.errors import ConfigError, shown
 from mn_harness.p4 import find_program, shipped_programs
 from mn_harness.p4.limits import FRAME_BYTES, INC_MAX_SLOTS
 from mn_harness.units import parse_bandwidth, parse_duration
-from mn_harness.worker.torch_collectives import INSTALL_HINT, is_torch_collective, torch_importable
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,8}")
 EXPERIMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-COLLECTIVES = collectives.NAMES
 DATAPLANES = ("auto", "linux", "bmv2")
 ROUTINGS = ("shortest", "ecmp")  # network.plan: one shortest path per host pair, or per-flow ECMP
 DEFAULT_WARMUP = 2  # iterations, as nccl-tests' -w: connection ramp-up and first-iteration effects
@@ -111,7 +109,9 @@ class SwitchConfig:
     ecn_threshold: EcnThreshold | None = None  # default of its egress ports (config/ecn.py)
 
     @classmethod
-    def from_dict(cls, raw: Any, path: str) -> SwitchConfig:
+    def from_dict(cls, raw: Any, path: str, base_dir: Path | None = None) -> SwitchConfig:
+        """`program`: a shipped program's name, or a .p4 file relative to `base_dir` (the
+        experiment file's folder), kept as an absolute path."""
         if isinstance(raw, str):
             return cls(check_name(raw, path))
         check_keys(raw, path, {"name", "program", "ecn_threshold"}, {"name"})
@@ -122,10 +122,13 @@ class SwitchConfig:
         if program is not None:
             if not isinstance(program, str) or not program:
                 raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
-            if (program not in shipped_programs() and not program.endswith(".p4")) \
-                    or find_program(program) is None:
-                raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
-                                  f"{', '.join(shipped_programs())}; or a path to a .p4 file)")
+            if program not in shipped_programs():
+                file = Path(program) if Path(program).is_absolute() or base_dir is None else base_dir / program
+                if not program.endswith(".p4") or find_program(str(file)) is None:
+                    raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
+                                      f"{', '.join(shipped_programs())}; or a .p4 file, relative to "
+                                      "the experiment file)")
+                program = str(file.resolve())
         return cls(check_name(raw["name"], f"{path}.name"), program, threshold)
 
 
@@ -173,8 +176,6 @@ class LinkConfig:
         return cls(a, b, bw, queue, delay, threshold)
 
 
-
-
 @dataclass(frozen=True)
 class IncConfig:
     """Options of collective inc_allreduce (mn_harness/worker/inc.py, mn_harness/p4/programs/aggregation.p4)."""
@@ -205,7 +206,7 @@ class JobConfig:
     bytes_per_iteration: int
     compute_s: float
     iterations: int
-    collective: str = "ring_allreduce"
+    collective: str = DEFAULT_COLLECTIVE
     start_offset_s: float = 0.0
     cc: CCSpec = field(default_factory=lambda: CCSpec("cubic"))
     inc: IncConfig | None = None  # set for collective inc_allreduce
@@ -222,16 +223,20 @@ class JobConfig:
 
     def __post_init__(self) -> None:
         if not self.phases:
-            servers = self.servers if self.collective == "parameter_server" else ()
             object.__setattr__(self, "phases", two_phase(
-                self.workers, servers, ComputeSpec(self.compute_s), self.collective, self.bytes_per_iteration))
+                self.workers, self.servers, ComputeSpec(self.compute_s), self.collective, self.bytes_per_iteration))
         # the MLTCP idle gap fits the job unless the YAML sets one (cc.spec.CCSpec.for_compute);
         # also on dataclasses.replace, so `--cc mltcp-reno` gets each job's own gap
         object.__setattr__(self, "cc", self.cc.for_compute(self.shortest_idle_s))
 
     @property
-    def n(self) -> int:
-        """Workers (the ranks that compute)."""
+    def unscaled(self) -> bool:
+        """Its `scale` rule is not applied yet (jobs.scaling): the bytes are the real cluster's."""
+        return self.scale is not None and self.scaled is None
+
+    @property
+    def n_workers(self) -> int:
+        """The ranks that compute (the job's `servers` do not)."""
         return len(self.workers)
 
     @property
@@ -296,10 +301,11 @@ class JobConfig:
         if compute_s > MAX_COMPUTE_S:
             raise ConfigError(f"{path}.compute" if "compute" in raw else size_path,
                               f"{compute_s:g}s of compute per iteration; at most {MAX_COMPUTE_S:g}s")
-        if is_torch_collective(collective) and not torch_importable():  # real traffic (fidelity.md)
-            raise ConfigError(f"{path}.collective", f"{collective} needs {INSTALL_HINT}")
+        record = collectives.get(collective)
+        if record.missing is not None and (missing := record.missing()):  # torch_*: PyTorch
+            raise ConfigError(f"{path}.collective", f"{collective} needs {missing}")
         inc = None
-        if collective == "inc_allreduce":
+        if record.engine == collectives.INC:
             inc = IncConfig.from_dict(raw.get("inc", {}), f"{path}.inc")
             if len(workers) ** 2 * size > INC_MAX_WORKERS2_BYTES:
                 raise ConfigError(size_path, f"{size} bytes on {len(workers)} workers: inc_allreduce "

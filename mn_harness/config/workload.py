@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mn_harness import collectives
-from mn_harness.collectives.schedule import Schedule
+from mn_harness.collectives import Call, Collective, Schedule
 from mn_harness.errors import ConfigError, shown
 from mn_harness.units import parse_count, parse_duration, parse_fraction, parse_size
 
@@ -32,6 +32,11 @@ DDP_FIRST_BUCKET_BYTES = 1024 * 1024  # kDefaultFirstBucketBytes: the first buck
 DEFAULT_BACKWARD_SHARE = 2 / 3  # backward ~ 2x forward
 MAX_PHASES = 256  # per iteration; a worker records a row per phase and iteration
 MAX_COMPUTE_S = 3600.0  # compute per iteration (all phases), and any one delay: an hour
+COMMON_PHASE_KEYS = {"collective", "bytes", "name", "participants", "overlap", "blocking"}
+# The keys a collective's record may add to its phases (`phase_keys`) that set a CommPhase field:
+# key -> (field, how it is read). `root` is not a field: it puts a participant first.
+PHASE_OPTIONS = {"grad_bytes": ("grad_bytes", "size"), "micro_batches": ("micro_batches", "count"),
+                 "forward": ("forward_s", "duration"), "backward": ("backward_s", "duration")}
 
 
 def _keys(raw: Any, path: str, allowed: set[str], required: Sequence[str] = ()) -> Mapping:
@@ -172,11 +177,18 @@ class CommPhase:
     grad_bytes: int = 0  # per micro-batch backward (default: = bytes)
     kind: str = "comm"
 
+    @property
+    def record(self) -> Collective:
+        return collectives.get(self.collective)
+
+    def call(self, nbytes: int | None = None) -> Call:
+        """This phase as a use of its collective on local ranks 0..len(participants)-1 (a
+        bucket: `nbytes`)."""
+        return Call(self.bytes if nbytes is None else nbytes, len(self.participants), self.servers,
+                    max(1, self.micro_batches), self.grad_bytes, self.forward_s, self.backward_s)
+
     def schedule(self, nbytes: int | None = None) -> Schedule:
-        """The collective on local ranks 0..len(participants)-1 (a bucket: `nbytes`)."""
-        return collectives.schedule(self.collective, self.bytes if nbytes is None else nbytes,
-                                    len(self.participants), servers=self.servers,
-                                    micro_batches=max(1, self.micro_batches), grad_bytes=self.grad_bytes)
+        return self.record.transfers(self.call(nbytes))
 
 
 Phase = ComputePhase | CommPhase
@@ -184,7 +196,10 @@ Phase = ComputePhase | CommPhase
 
 def two_phase(workers: tuple[str, ...], servers: tuple[str, ...], compute: ComputeSpec,
               collective: str, nbytes: int, overlap: OverlapConfig | None = None) -> tuple[Phase, ...]:
-    """The short form: compute, then the collective over every worker (and the servers)."""
+    """The short form: compute, then the collective over every worker (and the job's servers
+    when the collective uses them)."""
+    if not collectives.get(collective).uses_servers:
+        servers = ()
     return (ComputePhase("compute", compute),
             CommPhase(collective, collective, nbytes, workers + servers, len(servers), overlap))
 
@@ -231,51 +246,53 @@ def _name(item: Mapping, path: str, default: str) -> str:
 def parse_comm(item: Mapping, p: str, workers: tuple[str, ...], servers: tuple[str, ...],
                before: Sequence[Phase]) -> CommPhase:
     collective = item["collective"]
-    if collective not in collectives.SCHEDULED:
-        known = ", ".join(collectives.SCHEDULED)
-        why = " (only as the short form's collective)" if collective == collectives.INC else ""
-        raise ConfigError(f"{p}.collective", f"unknown collective {collective!r}{why} (known: {known})")
-    allowed = {"collective", "bytes", "name", "participants", "overlap", "blocking"}
-    required = ["bytes"]
-    if collective == "broadcast":
-        allowed.add("root")
-    if collective == "pipeline":
-        allowed |= {"micro_batches", "forward", "backward", "grad_bytes"}
-        required += ["micro_batches"]
-    _keys(item, p, allowed, required)
+    record = collectives.find(collective)
+    if record is None or not record.phase:
+        why = " (only as the short form's collective)" if record is not None and record.short_form else ""
+        raise ConfigError(f"{p}.collective", f"unknown collective {collective!r}{why} "
+                          f"(known: {', '.join(collectives.names(phase=True))})")
+    _keys(item, p, COMMON_PHASE_KEYS | set(record.phase_keys), ("bytes",) + record.required_keys)
     nbytes = parse_size(item["bytes"], f"{p}.bytes")
-    hosts = participants(item, p, workers, collective)
-    if collective == "broadcast" and "root" in item:
+    hosts = participants(item, p, workers, record)
+    if "root" in item:
         root = item["root"]
         if root not in hosts:
             raise ConfigError(f"{p}.root", f"{root!r} is not a participant ({', '.join(hosts)})")
         hosts = (root,) + tuple(h for h in hosts if h != root)
     overlap = None
     if "overlap" in item:
-        if collective not in collectives.BUCKETABLE:
-            raise ConfigError(f"{p}.overlap", f"only for {' or '.join(collectives.BUCKETABLE)}")
+        overlap = parse_overlap(item["overlap"], f"{p}.overlap", record)
         if not before or before[-1].kind != "compute":
             raise ConfigError(f"{p}.overlap", "overlaps the compute phase before it: put one there")
-        overlap = OverlapConfig.from_yaml(item["overlap"], f"{p}.overlap")
     blocking = item.get("blocking", True)
     if not isinstance(blocking, bool):
         raise ConfigError(f"{p}.blocking", f"expected true or false, got {blocking!r}")
-    if not blocking and (overlap or collective == "pipeline"):
+    if not blocking and (overlap or record.pipeline_pass):
         raise ConfigError(f"{p}.blocking", "only for a plain collective (not with overlap or pipeline)")
-    phase = CommPhase(_name(item, p, collective), collective, nbytes, hosts, overlap=overlap, blocking=blocking)
-    if collective == "parameter_server":
-        phase = CommPhase(phase.name, collective, nbytes, hosts + servers, len(servers), blocking=blocking)
-    if collective == "pipeline":
-        grad = parse_size(item["grad_bytes"], f"{p}.grad_bytes", allow_zero=True) if "grad_bytes" in item else nbytes
-        phase = CommPhase(phase.name, collective, nbytes, hosts,
-                          micro_batches=_positive_int(item["micro_batches"], f"{p}.micro_batches"),
-                          forward_s=parse_duration(item.get("forward", 0), f"{p}.forward", max_s=MAX_COMPUTE_S),
-                          backward_s=parse_duration(item.get("backward", 0), f"{p}.backward", max_s=MAX_COMPUTE_S),
-                          grad_bytes=grad)
-    return phase
+    options = {field: _option(item[key], f"{p}.{key}", how)
+               for key, (field, how) in PHASE_OPTIONS.items() if key in record.phase_keys and key in item}
+    if "grad_bytes" in record.phase_keys:
+        options.setdefault("grad_bytes", nbytes)
+    ps_servers = servers if record.uses_servers else ()
+    return CommPhase(_name(item, p, collective), collective, nbytes, hosts + ps_servers, len(ps_servers),
+                     overlap=overlap, blocking=blocking, **options)
 
 
-def participants(item: Mapping, p: str, workers: tuple[str, ...], collective: str) -> tuple[str, ...]:
+def _option(raw: Any, path: str, how: str) -> Any:
+    if how == "count":
+        return _positive_int(raw, path)
+    if how == "duration":
+        return parse_duration(raw, path, max_s=MAX_COMPUTE_S)
+    return parse_size(raw, path, allow_zero=True)
+
+
+def parse_overlap(raw: Any, path: str, record: Collective) -> OverlapConfig:
+    if not record.bucketable:
+        raise ConfigError(path, f"only for {' or '.join(collectives.names(bucketable=True))}")
+    return OverlapConfig.from_yaml(raw, path)
+
+
+def participants(item: Mapping, p: str, workers: tuple[str, ...], record: Collective) -> tuple[str, ...]:
     if "participants" not in item:
         hosts = workers
     else:
@@ -289,9 +306,9 @@ def participants(item: Mapping, p: str, workers: tuple[str, ...], collective: st
             if h in raw[:k]:
                 raise ConfigError(f"{p}.participants[{k}]", f"{h!r} appears twice")
         hosts = tuple(raw)
-    least = 1 if collective == "parameter_server" else 2
-    if len(hosts) < least:
-        raise ConfigError(f"{p}.participants", f"{collective} needs at least {least} workers, got {len(hosts)}")
+    if len(hosts) < record.least_participants:
+        raise ConfigError(f"{p}.participants", f"{record.name} needs at least {record.least_participants} "
+                          f"workers, got {len(hosts)}")
     return hosts
 
 
@@ -300,11 +317,11 @@ def check_phases(phases: Sequence[Phase], path: str, servers: tuple[str, ...]) -
     comm = [ph for ph in phases if isinstance(ph, CommPhase)]
     if not comm:
         raise ConfigError(path, "an iteration needs at least one communication phase")
-    uses_servers = any(ph.collective == "parameter_server" for ph in comm)
-    if uses_servers and not servers:
-        raise ConfigError(path, "collective parameter_server needs the job's `servers` (hosts)")
-    if servers and not uses_servers:
-        raise ConfigError(path, "the job has servers but no parameter_server phase")
+    users = [ph.collective for ph in comm if ph.record.uses_servers]
+    if users and not servers:
+        raise ConfigError(path, f"collective {users[0]} needs the job's `servers` (hosts)")
+    if servers and not users:
+        raise ConfigError(path, f"the job has servers but no {' or '.join(collectives.names(uses_servers=True))} phase")
 
 
 def parse_model_params(raw: Any, path: str) -> int:

@@ -15,7 +15,7 @@ from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.errors import DataplaneError
-from mn_harness.fidelity.bmv2_rate import PortRate
+from mn_harness.dataplane.port_rates import PortRate
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.state import Undo
@@ -46,8 +46,9 @@ class Dataplane(ABC):
         return plan
 
     def routing_summary(self, plan: NetworkPlan) -> dict:
-        """summary.json fields saying how flows were routed (the paths themselves are the plan's)."""
-        out: dict = {"routing": plan.routing}
+        """summary.json fields saying how ECMP hashed the flows (results.schema.RunFacts; the
+        routing and the paths themselves are the plan's)."""
+        out: dict = {}
         if plan.routing == "ecmp":
             out["ecmp_hash_seed"] = ecmp_hash_seed(plan.experiment.run.seed)
         return out

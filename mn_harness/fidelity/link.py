@@ -168,6 +168,10 @@ class LinkGapProgram:
             struct.pack_into("<Q", value, 0, ns_per_byte_fp(rate_bps))
             self.map.update(egress.key(), bytes(value))
 
+    def run_stats(self) -> tuple[int, int]:
+        """(ns, runs) the tracepoint program ran (0, 0 unless kernel.bpf_stats_enabled)."""
+        return syscall.prog_run_stats(self.fds[DEQUEUE_PROGRAM])
+
     def read(self, egress: Egress) -> LinkGaps | None:
         raw = self.map.lookup(egress.key())
         return None if raw is None else LinkGaps.parse(raw)

@@ -108,6 +108,14 @@ class LinkMonitor:
         self._last = now
         return delta
 
+    def kernel_ns(self) -> int | None:
+        """Nanoseconds the kernel program ran so far; None unless kernel.bpf_stats_enabled is 1
+        (the monitors' cost bench turns it on)."""
+        if self.program is None:
+            return None
+        ns, runs = self.program.run_stats()
+        return ns if runs else None
+
     def close(self) -> None:
         if self.program is not None:
             self.program.close()

@@ -1,5 +1,6 @@
 """A run's fidelity verdict: every invariant measured against run.fidelity's thresholds
-(mn_harness/config/fidelity.py), and the summary.json `fidelity` block that carries it.
+(mn_harness/config/fidelity.py), as summary.json's typed `fidelity` block
+(mn_harness/results/schema_fidelity.py).
 
 `faithful`: every invariant that was checked held and the link invariant was checked;
 `unfaithful`: at least one broke (each violation says which, where and by how much);
@@ -8,131 +9,128 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from mn_harness.config.fidelity import FidelityThresholds
-from mn_harness.fidelity.bmv2_rate import MIN_INTERVALS, PortRate
+from mn_harness.dataplane.port_rates import MIN_INTERVALS, PortRate
 from mn_harness.fidelity.link import LinkGaps
-
-FAITHFUL, UNFAITHFUL, UNCHECKED = "faithful", "unfaithful", "unchecked"
-
-
-@dataclass(frozen=True)
-class Violation:
-    invariant: str  # link | host | workers
-    where: str  # a directed link, a core, a job, "all cores"
-    measured: float
-    threshold: float
-    text: str  # one line for a person
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"invariant": self.invariant, "where": self.where, "measured": self.measured,
-                "threshold": self.threshold, "text": self.text}
+from mn_harness.results.schema_fidelity import (
+    FAITHFUL,
+    UNCHECKED,
+    UNFAITHFUL,
+    Fidelity,
+    FidelityHost,
+    FidelityLink,
+    FidelityViolation,
+    FidelityWorkers,
+)
 
 
-def link_entry(gaps: LinkGaps) -> dict[str, Any]:
-    """summary.json fidelity.links[<link>]."""
-    share = gaps.within_share
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def link_record(gaps: LinkGaps) -> FidelityLink:
+    """fidelity.links[<link>] of a shaped egress."""
+    n = gaps.gaps
     excess = gaps.excess_quantile_ns(0.99)
-    return {"dequeues": gaps.dequeues, "bytes": gaps.bytes_dequeued, "gaps": gaps.gaps,
-            "within_share": None if share is None else round(share, 4),
-            "late_share": round(gaps.late / gaps.gaps, 4) if gaps.gaps else None,
-            "early_share": round(gaps.early / gaps.gaps, 4) if gaps.gaps else None,
-            "p99_excess_us": None if excess is None else round(excess / 1000, 1),
-            "rate_ratio": None if gaps.rate_ratio is None else round(gaps.rate_ratio, 4),
-            # the gaps by the frames dequeued before each (16: 16 or more): [gaps, share within]
-            "by_frames": {str(k): [n, round(w / n, 4)] for k, (n, w) in
-                          enumerate(zip(gaps.size_gaps, gaps.size_within, strict=True)) if n}}
+    return FidelityLink(
+        kind="qdisc", dequeues=gaps.dequeues, bytes=gaps.bytes_dequeued, gaps=n,
+        within_share=_r(gaps.within_share), late_share=_r(gaps.late / n) if n else None,
+        early_share=_r(gaps.early / n) if n else None,
+        p99_excess_us=None if excess is None else round(excess / 1000, 1), rate_ratio=_r(gaps.rate_ratio),
+        by_frames={str(k): [c, round(w / c, 4)] for k, (c, w) in
+                   enumerate(zip(gaps.size_gaps, gaps.size_within, strict=True)) if c})
 
 
-def link_violations(links: Mapping[str, LinkGaps], t: FidelityThresholds) -> list[Violation]:
+def port_record(port: PortRate, tolerance: float) -> FidelityLink:
+    """fidelity.links[<link>] of a BMv2 port."""
+    return FidelityLink(kind="bmv2 port", intervals=len(port.ratios), within_share=_r(port.within_share(tolerance)),
+                        rate_ratio=_r(port.rate_ratio))
+
+
+def link_violations(links: Mapping[str, LinkGaps], t: FidelityThresholds) -> list[FidelityViolation]:
     out = []
     for name, gaps in sorted(links.items()):
         share = gaps.within_share
         if gaps.gaps < t.link_min_gaps or share is None or share >= t.link_within:
             continue
-        e = link_entry(gaps)
-        out.append(Violation(
+        e = link_record(gaps)
+        out.append(FidelityViolation(
             "link", name, round(share, 4), t.link_within,
             f"link {name}: {share:.1%} of {gaps.gaps} backlogged gaps within ±{t.link_tolerance:.0%} of "
-            f"the serialisation time (needs ≥ {t.link_within:.0%}; {e['late_share']:.1%} late, "
-            f"{e['early_share']:.1%} early, p99 excess {e['p99_excess_us']:g} µs)"))
+            f"the serialisation time (needs ≥ {t.link_within:.0%}; {e.late_share:.1%} late, "
+            f"{e.early_share:.1%} early, p99 excess {e.p99_excess_us:g} µs)"))
     return out
 
 
-def port_rate_violations(ports: Mapping[str, PortRate], t: FidelityThresholds) -> list[Violation]:
+def port_rate_violations(ports: Mapping[str, PortRate], t: FidelityThresholds) -> list[FidelityViolation]:
     out = []
     for name, port in sorted(ports.items()):
         share = port.within_share(t.link_tolerance)
         if len(port.ratios) < MIN_INTERVALS or share is None or share >= t.link_within:
             continue
-        ratio = port.entry(t.link_tolerance)["rate_ratio"]
-        out.append(Violation(
+        out.append(FidelityViolation(
             "link", name, round(share, 4), t.link_within,
             f"link {name} (BMv2): sent within ±{t.link_tolerance:.0%} of its rate in {share:.1%} of "
-            f"{len(port.ratios)} backlogged intervals (needs ≥ {t.link_within:.0%}; {ratio:.2f} of the "
-            "rate over them)"))
+            f"{len(port.ratios)} backlogged intervals (needs ≥ {t.link_within:.0%}; {port.rate_ratio:.2f} of "
+            "the rate over them)"))
     return out
 
 
-def host_violations(host: Mapping[str, Any], t: FidelityThresholds) -> list[Violation]:
-    out = []
-    saturated = host.get("all_saturated_share")
+def host_violations(host: FidelityHost | None, t: FidelityThresholds) -> list[FidelityViolation]:
+    out: list[FidelityViolation] = []
+    if host is None:
+        return out
+    saturated = host.all_saturated_share
     if saturated is not None and saturated > t.host_saturated:
-        out.append(Violation("host", "all cores", saturated, t.host_saturated,
-                             f"host: every core saturated in {saturated:.1%} of the intervals "
-                             f"(at most {t.host_saturated:.0%})"))
-    steal = host.get("steal_mean")
+        out.append(FidelityViolation("host", "all cores", saturated, t.host_saturated,
+                                     f"host: every core saturated in {saturated:.1%} of the intervals "
+                                     f"(at most {t.host_saturated:.0%})"))
+    steal = host.steal_mean
     if steal is not None and steal > t.host_steal:
-        out.append(Violation("host", "all cores", steal, t.host_steal,
-                             f"host: the VM's host took {steal:.1%} of the cores' time (steal; at most "
-                             f"{t.host_steal:.0%})"))
+        out.append(FidelityViolation("host", "all cores", steal, t.host_steal,
+                                     f"host: the VM's host took {steal:.1%} of the cores' time (steal; at "
+                                     f"most {t.host_steal:.0%})"))
     return out
 
 
-def worker_violations(workers: Mapping[str, Any], t: FidelityThresholds) -> list[Violation]:
-    out = []
-    limit_ms = t.compute_overshoot_s * 1000
-    for job, stats in (workers.get("jobs") or {}).items():
-        p99 = stats.get("compute_overshoot_p99_ms")
-        if p99 is not None and p99 > limit_ms:
-            out.append(Violation("workers", job, p99, limit_ms,
-                                 f"workers of {job}: compute phases overslept by {p99:g} ms at the p99 "
-                                 f"(at most {limit_ms:g} ms)"))
+def worker_violations(workers: FidelityWorkers | None, t: FidelityThresholds) -> list[FidelityViolation]:
+    out: list[FidelityViolation] = []
+    over_ms, lag_ms = t.compute_overshoot_s * 1000, t.send_lag_s * 1000
+    for job, stats in (workers.jobs if workers is not None else {}).items():
+        p99 = stats.compute_overshoot_p99_ms
+        if p99 is not None and p99 > over_ms:
+            out.append(FidelityViolation("workers", job, p99, over_ms,
+                                         f"workers of {job}: compute phases overslept by {p99:g} ms at the p99 "
+                                         f"(at most {over_ms:g} ms)"))
+        lag = stats.send_lag_p99_ms
+        if lag is not None and lag > lag_ms:
+            out.append(FidelityViolation("workers", job, lag, lag_ms,
+                                         f"workers of {job}: a send that could go waited {lag:g} ms to be written "
+                                         f"(p99 over iterations of the longest wait; at most {lag_ms:g} ms)"))
     return out
 
 
 def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, link_unavailable: str | None,
-                   host: Mapping[str, Any] | None, workers: Mapping[str, Any] | None,
-                   monitor_cpu_s: float | None = None,
-                   switch_ports: Mapping[str, PortRate] | None = None) -> dict[str, Any]:
-    """summary.json `fidelity`. `links`: the kernel monitor's counts per shaped egress;
-    `switch_ports`: BMv2 ports' rates while backlogged (bmv2_rate.py)."""
+                   host: FidelityHost | None, workers: FidelityWorkers | None,
+                   monitor_cpu_s: float | None = None, switch_ports: Mapping[str, PortRate] | None = None,
+                   monitor_kernel_s: float | None = None) -> Fidelity:
+    """summary.json `fidelity`. `links`: the kernel monitor's counts per shaped egress (None: it
+    did not run, `link_unavailable` says why); `switch_ports`: BMv2 ports' rates while backlogged."""
     if not t.enabled:
-        return {"verdict": UNCHECKED, "reason": "run.fidelity is off", "violations": [],
-                "thresholds": t.as_dict()}
+        return Fidelity(verdict=UNCHECKED, reason="run.fidelity is off", thresholds=t.as_dict())
     violations = [*link_violations(links or {}, t), *port_rate_violations(switch_ports or {}, t),
-                  *host_violations(host or {}, t), *worker_violations(workers or {}, t)]
+                  *host_violations(host, t), *worker_violations(workers, t)]
+    monitored = link_unavailable is None and links is not None
     if violations:
         verdict, reason = UNFAITHFUL, violations[0].text
-    elif link_unavailable is not None or links is None:
+    elif not monitored:
         verdict, reason = UNCHECKED, f"link monitor unavailable: {link_unavailable or 'not run'}"
     else:
         verdict, reason = FAITHFUL, None
-    return {"verdict": verdict, "reason": reason, "violations": [v.as_dict() for v in violations],
-            "thresholds": t.as_dict(),
-            "links": {**{name: link_entry(g) for name, g in sorted((links or {}).items())},
-                      **{name: p.entry(t.link_tolerance) for name, p in sorted((switch_ports or {}).items())}},
-            "link_monitor": "on" if link_unavailable is None and links is not None
-            else f"unavailable: {link_unavailable or 'not run'}",
-            "host": dict(host or {}), "workers": dict(workers or {}),
-            "monitor_cpu_s": None if monitor_cpu_s is None else round(monitor_cpu_s, 4)}
-
-
-def one_line(block: Mapping[str, Any]) -> str:
-    """The verdict for the run's log and the progress line."""
-    verdict = block.get("verdict", UNCHECKED)
-    n = len(block.get("violations") or [])
-    more = f" (+{n - 1} more)" if n > 1 else ""
-    return f"fidelity: {verdict}" + (f": {block['reason']}{more}" if block.get("reason") else "")
+    records = {name: link_record(g) for name, g in sorted((links or {}).items())}
+    records.update({name: port_record(p, t.link_tolerance) for name, p in sorted((switch_ports or {}).items())})
+    return Fidelity(verdict=verdict, reason=reason, violations=violations, thresholds=t.as_dict(),
+                    links=records, link_monitor="on" if monitored else f"unavailable: {link_unavailable or 'not run'}",
+                    host=host, workers=workers, monitor_cpu_s=_r(monitor_cpu_s),
+                    monitor_kernel_s=_r(monitor_kernel_s))

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mn_harness import collectives
 from mn_harness.cc.namespace import AllowedList, reset_namespace_default, set_namespace_default
 from mn_harness.config import Experiment
 from mn_harness.network.commands import run_in
 from mn_harness.network.emulated import EmulatedNetwork
-from mn_harness.worker.torch_collectives import is_torch_collective
 
 
 class HostDefaultCC:
@@ -29,7 +29,7 @@ class HostDefaultCC:
     def allow(self, cc_names: dict[str, str]) -> None:
         """cc_names: job -> kernel CC name."""
         self.hosts = {host: cc_names[job.name] for job in self.experiment.jobs
-                      if is_torch_collective(job.collective) for host in job.workers}
+                      if collectives.get(job.collective).engine == collectives.TORCH for host in job.workers}
         self.allowed.allow(sorted(set(self.hosts.values())))
 
     def apply(self, network: EmulatedNetwork) -> None:

@@ -10,7 +10,7 @@ Python hashes with SHA-512: the same on every machine and run, whatever PYTHONHA
   iteration it draws once and, with its probability, adds its delay to the rank's first compute
   phase of that iteration; its `slowdown` multiplies all the rank's compute.
 
-Parameter servers (ranks >= job.n) do not compute. The worker sleeps exactly these durations and
+Parameter servers (ranks >= job.n_workers) do not compute. The worker sleeps exactly these durations and
 records, per phase row, the planned mean and the delay applied (duration - mean)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def draw(spec: ComputeSpec, rng: random.Random) -> float:
 def compute_plan(job: JobConfig, rank: int, seed: int) -> list[list[float]]:
     """[iteration][compute phase] -> seconds for `rank`."""
     specs = [p.compute for p in job.compute_phases]
-    if rank >= job.n:
+    if rank >= job.n_workers:
         return [[0.0] * len(specs) for _ in range(job.iterations)]
     jitter = random.Random(f"mn-harness:{seed}:{job.name}:{rank}:jitter")
     mine = [(random.Random(f"mn-harness:{seed}:{job.name}:{rank}:straggler{i}"), s)

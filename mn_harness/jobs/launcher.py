@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
@@ -28,7 +29,6 @@ from mn_harness.network.cpu_placement import worker_prefix
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
-from mn_harness.worker.torch_collectives import is_torch_collective
 from mn_harness.worker.torch_worker import sockets_file
 
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
@@ -116,7 +116,8 @@ class JobLauncher:
         Default timeout: 30 s, plus 10 s per torch worker (importing torch and the rendezvous
         take seconds each on a loaded 2-core machine)."""
         if timeout_s is None:
-            timeout_s = 30.0 + 10.0 * sum(is_torch_collective(w.spec.collective) for w in self.workers)
+            timeout_s = 30.0 + 10.0 * sum(collectives.get(w.spec.collective).engine == collectives.TORCH
+                                          for w in self.workers)
         pending = {w.stdout.fileno(): w for w in self.workers}
         deadline = time.monotonic() + timeout_s
         while pending:
@@ -145,7 +146,7 @@ class JobLauncher:
         connections (each worker checked them against the job's before READY)."""
         seen: dict[str, set[str]] = {}
         for w in self.workers:
-            if not is_torch_collective(w.spec.collective):
+            if collectives.get(w.spec.collective).engine != collectives.TORCH:
                 continue
             try:
                 sockets = json.loads(sockets_file(w.spec).read_text())

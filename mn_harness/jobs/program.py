@@ -1,14 +1,8 @@
 """A job's phases as the list of operations every worker runs per iteration (its "program").
 
 One builder for the worker (which runs it, mn_harness/worker/program.py) and for the ideal
-time (jobs/ideal.py, which plays it with ideal durations), so both see the same overlap.
-Operations, plain dicts so they travel in the worker spec's JSON:
-
-* `compute`  sleep `fraction` of compute phase `k`'s duration this iteration (phase `phase`);
-* `comm`     a collective on job ranks `ranks` (in the collective's order); `async`: issued on
-  the worker's communication stream while the next operations run, as CUDA streams and DDP do;
-* `pipeline` a pipeline pass (1F1B, its own compute) on `ranks`;
-* `wait`     until the async collectives `ids` have finished.
+time (jobs/ideal.py, which plays it with ideal durations), so both see the same overlap. The
+operations are mn_harness/worker/program_ops.py's (compute, collective, pipeline pass, wait).
 
 Every collective goes through one stream in program order, so every rank posts them to its
 connections in the same order. DDP overlap (`overlap` on a communication phase): the compute
@@ -20,28 +14,24 @@ compute (parameter servers) and its collectives by ranks that do not take part."
 
 from __future__ import annotations
 
-from typing import Any
-
 from mn_harness.config import JobConfig
 from mn_harness.config.workload import CommPhase, ComputePhase
-
-Op = dict[str, Any]
-
-
-def comm_op(job: JobConfig, phase: CommPhase, index: int, op_id: int, *, name: str | None = None,
-            nbytes: int | None = None, is_async: bool = False) -> Op:
-    op: Op = {"op": "comm", "name": name or phase.name, "phase": index, "id": op_id,
-              "collective": phase.collective, "bytes": phase.bytes if nbytes is None else nbytes,
-              "ranks": [job.rank_of(h) for h in phase.participants], "servers": phase.servers,
-              "async": is_async}
-    if phase.collective == "pipeline":
-        op.update(op="pipeline", micro_batches=phase.micro_batches, forward_s=phase.forward_s,
-                  backward_s=phase.backward_s, grad_bytes=phase.grad_bytes, **{"async": False})
-    return op
+from mn_harness.worker.program_ops import CollectiveOp, ComputeOp, PipelineOp, ProgramOp, WaitOp
 
 
-def job_program(job: JobConfig) -> list[Op]:
-    ops: list[Op] = []
+def collective_op(job: JobConfig, phase: CommPhase, index: int, op_id: int, *, name: str | None = None,
+                  nbytes: int | None = None, is_async: bool = False) -> CollectiveOp:
+    ranks = tuple(job.rank_of(h) for h in phase.participants)
+    if phase.record.pipeline_pass:
+        return PipelineOp(name or phase.name, index, op_id, phase.collective, phase.bytes, ranks, phase.servers,
+                          False, phase.micro_batches, phase.forward_s, phase.backward_s, phase.grad_bytes)
+    return CollectiveOp(name or phase.name, index, op_id, phase.collective, phase.bytes if nbytes is None else nbytes,
+                        ranks, phase.servers, is_async)
+
+
+def job_program(job: JobConfig) -> list[ProgramOp]:
+    require_scaled(job)
+    ops: list[ProgramOp] = []
     pending: list[int] = []  # async collectives not yet waited for
     ids_of: dict[int, list[int]] = {}  # phase index -> its collectives' ids
     next_id = 0
@@ -49,7 +39,7 @@ def job_program(job: JobConfig) -> list[Op]:
     def wait(ids: list[int]) -> None:
         ids = [i for i in ids if i in pending]
         if ids:
-            ops.append({"op": "wait", "ids": ids})
+            ops.append(WaitOp(tuple(ids)))
             for i in ids:
                 pending.remove(i)
 
@@ -60,27 +50,25 @@ def job_program(job: JobConfig) -> list[Op]:
             wait(list(pending) if phase.waits is None else [i for p in phase.waits for i in ids_of.get(p, [])])
             nxt = job.phases[index + 1] if index + 1 < len(job.phases) else None
             if not (isinstance(nxt, CommPhase) and nxt.overlap):
-                ops.append({"op": "compute", "name": phase.name, "phase": index, "k": k, "fraction": 1.0})
+                ops.append(ComputeOp(phase.name, index, k, 1.0))
                 continue
             overlap = nxt.overlap
             if overlap.backward < 1:
-                ops.append({"op": "compute", "name": f"{phase.name}.forward", "phase": index, "k": k,
-                            "fraction": 1 - overlap.backward})
+                ops.append(ComputeOp(f"{phase.name}.forward", index, k, 1 - overlap.backward))
             buckets = overlap.buckets(nxt.bytes)
             for j, size in enumerate(buckets):
-                ops.append({"op": "compute", "name": f"{phase.name}.backward", "phase": index, "k": k,
-                            "fraction": overlap.backward * size / nxt.bytes})
-                ops.append(comm_op(job, nxt, index + 1, next_id, name=f"{nxt.name}.bucket{j}",
-                                   nbytes=size, is_async=True))
+                ops.append(ComputeOp(f"{phase.name}.backward", index, k, overlap.backward * size / nxt.bytes))
+                ops.append(collective_op(job, nxt, index + 1, next_id, name=f"{nxt.name}.bucket{j}",
+                                         nbytes=size, is_async=True))
                 pending.append(next_id)
                 ids_of.setdefault(index + 1, []).append(next_id)
                 next_id += 1
             if nxt.blocking:
                 wait(ids_of[index + 1])
         elif not phase.overlap:
-            if phase.collective == "pipeline":
+            if phase.record.pipeline_pass:
                 wait(list(pending))  # a pipeline pass posts from the main thread: stream idle first
-            ops.append(comm_op(job, phase, index, next_id, is_async=not phase.blocking))
+            ops.append(collective_op(job, phase, index, next_id, is_async=not phase.blocking))
             if not phase.blocking:
                 pending.append(next_id)
             ids_of.setdefault(index, []).append(next_id)
@@ -89,5 +77,12 @@ def job_program(job: JobConfig) -> list[Op]:
     return ops
 
 
-def comm_ops(program: list[Op]) -> list[Op]:
-    return [op for op in program if op["op"] in ("comm", "pipeline")]
+def require_scaled(job: JobConfig) -> None:
+    """A job's bytes are what runs only once its scale rule is applied (a step after loading)."""
+    if job.unscaled:
+        raise ValueError(f"job {job.name!r}: its scale rule is not applied yet "
+                         "(mn_harness.jobs.scaling.apply_scaling after loading the experiment)")
+
+
+def collective_ops(program: list[ProgramOp]) -> list[CollectiveOp]:
+    return [op for op in program if isinstance(op, CollectiveOp)]

@@ -16,10 +16,10 @@ import json
 import os
 from pathlib import Path
 
-from mn_harness.collectives import INC
+from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.delays import compute_plan
-from mn_harness.jobs.program import job_program
+from mn_harness.jobs.program import job_program, require_scaled
 from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
@@ -41,9 +41,11 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
     job_ids = experiment.job_ids()
     transport = json.loads(os.environ.get(TRANSPORT_ENV) or "{}")
     for job in experiment.jobs:
+        require_scaled(job)
         job_id = job_ids[job.name]
         ips = tuple(plan.host_ip[w] for w in job.hosts)
-        program = [] if job.collective == INC else job_program(job)
+        # a program is made of schedules: in-network aggregation (none) runs without one
+        program = job_program(job) if collectives.get(job.collective).schedule is not None else []
         means = [p.compute.mean_s for p in job.compute_phases]
         for rank, host in enumerate(job.hosts):
             stem = worker_stem(raw_dir, job.name, rank)
@@ -57,7 +59,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
                 throughput_path=str(stem) + ".throughput.jsonl",
                 bin_s=experiment.run.throughput_bin_s,
                 program=program, compute_plan=compute_plan(job, rank, experiment.run.seed),
-                compute_means=means, computes=rank < job.n, transport=transport,
+                compute_means=means, computes=rank < job.n_workers, transport=transport,
                 **_inc_fields(job, job_id, plan.gateway(host).peer_ip, experiment.run.seed),
             )))
     return out

@@ -20,8 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mn_harness.collectives import INC
-
 if TYPE_CHECKING:
     from mn_harness.config import Experiment, JobConfig
 
@@ -49,12 +47,6 @@ class Flow:
         return f"{self.job} r{self.rank} {self.src}:{self.sport}->{self.dst}:{self.dport}"
 
 
-def ring_hops(workers: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(sender, receiver) of every rank of a ring: rank r sends to rank r+1."""
-    n = len(workers)
-    return [(workers[r], workers[(r + 1) % n]) for r in range(n)]
-
-
 def listen_port(job_id: int) -> int:
     return BASE_PORT + job_id
 
@@ -66,12 +58,10 @@ def source_port(job_id: int) -> int:
 def job_pairs(job: JobConfig) -> list[tuple[str, str]]:
     """Directed (src host, dst host) pairs the job's communication phases send over, in
     first-use order (inc_allreduce: its ring hops, as the aggregation is classified)."""
-    if job.collective == INC:
-        return ring_hops(job.workers)
     pairs: list[tuple[str, str]] = []
     for phase in job.comm_phases:
         hosts = phase.participants
-        for a, b in phase.schedule().directed_pairs():
+        for a, b in phase.record.directed_pairs(phase.call()):
             if (hosts[a], hosts[b]) not in pairs:
                 pairs.append((hosts[a], hosts[b]))
     return pairs

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from mn_harness.collectives import Schedule
 from mn_harness.config import Experiment, JobConfig, LinkConfig
 from mn_harness.config.workload import CommPhase
-from mn_harness.network.flows import Flow, job_flows, job_pairs, ring_hops
+from mn_harness.network.flows import Flow, job_flows, job_pairs
 
 
 @dataclass(frozen=True)
@@ -273,14 +273,6 @@ class NetworkPlan:
 
     def job_flows(self, job: str) -> list[Flow]:
         return [f for f in self.flows if f.job == job]
-
-    def ring_hops(self, workers: tuple[str, ...]) -> list[tuple[str, str]]:
-        return ring_hops(workers)
-
-    def job_bottleneck_bps(self, workers: tuple[str, ...]) -> float:
-        """Slowest link any ring hop of the workers crosses (the in-network aggregation's
-        baseline; the collectives use their own link loads, schedule_link_loads)."""
-        return min(self.path_rate_bps(a, b) for a, b in self.ring_hops(workers))
 
     def job_pairs(self, job: JobConfig) -> list[tuple[str, str]]:
         return job_pairs(job)

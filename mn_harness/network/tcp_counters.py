@@ -16,7 +16,7 @@ end (COUNTERS below)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from mn_harness.config import Experiment
 
@@ -76,12 +76,12 @@ def summary(experiment: Experiment, before: Mapping[str, Mapping[str, int]],
     return {"hosts": hosts, "jobs": jobs}
 
 
-def timeouts_per_iteration(run_summary: Mapping) -> float | None:
+def timeouts_per_iteration(counters: Mapping | None, iterations: Iterable[int | None]) -> float | None:
     """A run's retransmission timeouts (every job's hosts, the whole run, warm-up included) per
-    job iteration, from a summary.json mapping; None for a run from before the counters, or
-    one where a job's hosts could not be read."""
-    counters = (run_summary.get("tcp_counters") or {}).get("jobs")
-    if not counters or any("TcpExtTCPTimeouts" not in c for c in counters.values()):
+    job iteration, from summary.json's `tcp_counters` and its jobs' `iterations`; None for a run
+    from before the counters, or one where a job's hosts could not be read."""
+    jobs = (counters or {}).get("jobs")
+    total = sum(n or 0 for n in iterations)
+    if not jobs or any("TcpExtTCPTimeouts" not in c for c in jobs.values()) or not total:
         return None
-    rtos = sum(c["TcpExtTCPTimeouts"] for c in counters.values())
-    return rtos / sum(j["iterations"] for j in run_summary["jobs"].values())
+    return sum(c["TcpExtTCPTimeouts"] for c in jobs.values()) / total

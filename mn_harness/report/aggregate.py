@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS, headline
 from mn_harness.report.metrics import RunMetrics, compute_metrics
 from mn_harness.results.loaders import load_run
 from mn_harness.results.stats import mean_ci95, median_with_never, wilson_ci95
@@ -29,16 +30,16 @@ JOB_METRICS = (
     "converged",
 )
 LINK_METRICS = ("jain_mean", "jain_min", "overlap_mean")
-ALL_METRICS = (
-    "mean_iter_s",
-    "p99_iter_s",
-    "slowdown_mean",
-    "slowdown_p99",
-    "overlap_mean",
-    "convergence_iteration",
-    "converged",
-)
+ALL_METRICS = tuple(m for m in JOB_METRICS if m != "p50_iter_s")  # plotted by report.plots
 CONVERGED = "converged"  # 1 = converged, 0 = never, None = no rival: runs that could converge
+APART = f"apart_by_{APART_WITHIN}"  # 1 = apart by then, 0 = not, None = no rival
+LAST = f"last_{LAST_ITERATIONS}"
+HEADLINE_METRICS = (APART, "first_apart", "relapses", f"{LAST}_slowdown_mean", f"{LAST}_slowdown_p99")
+FAITHFUL = "faithful"  # 1 = the run's fidelity verdict was faithful, 0 = unfaithful, None = unchecked
+# a share of the runs (its Wilson interval) -> the iteration whose median over runs goes with it
+# (a run that never got there counting as later than any)
+SHARES = {CONVERGED: "convergence_iteration", APART: "first_apart"}
+SHARE_METRICS = (*SHARES, FAITHFUL)  # shares of the runs: their Wilson interval
 
 
 def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
@@ -47,7 +48,10 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
     Across jobs ("all"): mean over jobs of mean/p99 iteration time, mean/p99 slowdown and overlap;
     convergence_iteration is the latest convergence among jobs that have a rival (the run has
     converged when every such job has), None if any of them never converged or none has one.
-    `converged` is 1.0 or 0.0 where the job (the run) had rivals to interleave with, else None."""
+    `converged` is 1.0 or 0.0 where the job (the run) had rivals to interleave with, else None.
+    The headline figures (report.headline), across jobs: `apart_by_10` (1.0 or 0.0; None
+    without a rival), `first_apart` and `relapses` (None when never apart), and the mean and
+    p99 slowdown over the last 20 iterations."""
     out: dict[tuple[str, str], float | None] = {}
     for job, jm in metrics.jobs.items():
         for name in JOB_METRICS:
@@ -70,6 +74,14 @@ def flatten_metrics(metrics: RunMetrics) -> dict[tuple[str, str], float | None]:
         float(max(c for c in conv if c is not None)) if contended and all(c is not None for c in conv) else None
     )
     out[(ALL_SCOPE, CONVERGED)] = float(all(c is not None for c in conv)) if contended else None
+    head = headline(metrics)
+    sep, apart = head.separation, head.apart
+    first = None if sep is None or sep.first is None else sep.first
+    values = (None if apart is None else float(apart), first, None if first is None or sep is None else sep.relapses,
+              None if head.last is None else head.last.slowdown, None if head.last is None else head.last.slowdown_p99)
+    for name, value in zip(HEADLINE_METRICS, values, strict=True):
+        out[(ALL_SCOPE, name)] = None if value is None else float(value)
+    out[(ALL_SCOPE, FAITHFUL)] = {"faithful": 1.0, "unfaithful": 0.0}.get(metrics.fidelity or "")
     return out
 
 
@@ -90,10 +102,11 @@ class RunRef:
 class CompareRow:
     """One label × scope × metric: statistics over the runs where the metric had a value.
 
-    `converged`: mean = the fraction of the runs (that had rivals) that converged, with its
-    Wilson interval in `interval`. `convergence_iteration`: `median` over every such run, one
-    that never converged counting as later than any (None: the median run never converged);
-    `mean` and its CI are over the converged runs only."""
+    `converged` (`apart_by_10`): mean = the fraction of the runs (that had rivals) that
+    converged (stood apart by then), with its Wilson interval in `interval`.
+    `convergence_iteration` (`first_apart`): `median` over every such run, one that never got
+    there counting as later than any (None: the median run never did); `mean` and its CI are
+    over the runs that got there only."""
 
     label: str
     scope: str
@@ -152,8 +165,8 @@ def aggregate_metrics(results: Sequence[tuple[RunRef, RunMetrics]]) -> list[Comp
     labels: list[str] = []
     keys: list[tuple[str, str]] = []
     values: dict[tuple[str, str, str], list[float]] = {}
-    # convergence over every run that could converge: its iteration, or None for never
-    reached: dict[tuple[str, str], list[float | None]] = {}
+    # convergence (apart) over every run that could converge: its iteration, or None for never
+    reached: dict[tuple[str, str, str], list[float | None]] = {}
     runs_per_label: dict[str, int] = {}
     for ref, metrics in results:
         if ref.label not in labels:
@@ -166,9 +179,9 @@ def aggregate_metrics(results: Sequence[tuple[RunRef, RunMetrics]]) -> list[Comp
             bucket = values.setdefault((ref.label, scope, name), [])
             if value is not None:
                 bucket.append(value)
-            if name == CONVERGED and value is not None:
-                reached.setdefault((ref.label, scope), []).append(
-                    flat.get((scope, "convergence_iteration")) if value else None)
+            if name in SHARES and value is not None:
+                reached.setdefault((ref.label, scope, SHARES[name]), []).append(
+                    flat.get((scope, SHARES[name])) if value else None)
     keys.sort(key=lambda k: (k[0] != ALL_SCOPE, k[0].startswith("link:")))
     rows: list[CompareRow] = []
     for label in labels:
@@ -176,11 +189,11 @@ def aggregate_metrics(results: Sequence[tuple[RunRef, RunMetrics]]) -> list[Comp
             vals = values.get((label, scope, name), [])
             m, s, h = mean_ci95(vals) if vals else (None, None, None)
             row = CompareRow(label, scope, name, runs_per_label[label], len(vals), m, s, h, list(vals))
-            if name == CONVERGED and vals:
+            if name in SHARE_METRICS and vals:
                 row.ci95_half, row.interval = None, wilson_ci95(round(sum(vals)), len(vals))
-            if name == "convergence_iteration" and reached.get((label, scope)):
-                row.median = median_with_never(reached[(label, scope)])
-                row.of = len(reached[(label, scope)])
+            if reached.get((label, scope, name)):
+                row.median = median_with_never(reached[(label, scope, name)])
+                row.of = len(reached[(label, scope, name)])
             rows.append(row)
     return rows
 
@@ -194,8 +207,8 @@ def aggregate(runs: Sequence[tuple[str, int, Path | str] | RunRef]) -> list[Comp
 def metric_title(metric: str) -> str:
     if metric.endswith("_s"):
         return metric[:-2] + " (ms)"
-    if metric in ("overlap_mean", CONVERGED):
+    if metric == "overlap_mean" or metric in SHARE_METRICS:
         return f"{metric} (%)"
-    if metric == "convergence_iteration":
-        return "convergence_iteration (median)"
+    if metric in SHARES.values():
+        return f"{metric} (median)"
     return metric

@@ -7,10 +7,22 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from mn_harness.report.aggregate import CompareRow, RunRef, aggregate_metrics, collect, metric_title
+from mn_harness.report.aggregate import (
+    APART,
+    SHARE_METRICS,
+    CompareRow,
+    RunRef,
+    aggregate_metrics,
+    collect,
+    metric_title,
+)
+from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS
 from mn_harness.report.markdown import markdown_table, text_table
+from mn_harness.report.metrics import RunMetrics
+from mn_harness.results.schema_fidelity import FAITHFUL
 
 CSV_COLUMNS = (
     "label",
@@ -49,16 +61,19 @@ def write_compare_csv(rows: Sequence[CompareRow], path: Path) -> Path:
     return path
 
 
+REACHED = {"convergence_iteration": "converged", "first_apart": "apart"}  # aggregate.SHARES' iterations
+
+
 def _cell(r: CompareRow) -> str:
-    if r.metric == "convergence_iteration" and r.of:
+    if r.metric in REACHED and r.of:
         median = "never" if r.median is None else f"{r.median:.1f}"
-        return f"{median} ({r.n}/{r.of} converged)"
-    if r.metric == "converged" and r.mean is not None and r.interval is not None:
+        return f"{median} ({r.n}/{r.of} {REACHED[r.metric]})"
+    if r.metric in SHARE_METRICS and r.mean is not None and r.interval is not None:
         return f"{r.mean * 100:.0f}% [{r.interval[0] * 100:.0f}–{r.interval[1] * 100:.0f}] (n={r.n}/{r.runs})"
     if r.mean is None:
         return f"- (n=0/{r.runs})"
     scale, digits = (1e3, 1) if r.metric.endswith("_s") else (1.0, 3)
-    if r.metric == "convergence_iteration":
+    if r.metric in REACHED or r.metric == "relapses":
         digits = 1
     if r.metric == "overlap_mean":
         scale, digits = 100.0, 1
@@ -89,17 +104,27 @@ def format_compare_table(rows: Sequence[CompareRow]) -> str:
 
 
 def render_compare_md(
-    rows: Sequence[CompareRow], plots: Sequence[Path], out_dir: Path, errors: Sequence[str] = ()
+    rows: Sequence[CompareRow], plots: Sequence[Path], out_dir: Path, errors: Sequence[str] = (),
+    left_out: Sequence[str] = (),
 ) -> str:
     labels, tables = _grid(rows)
     lines = ["# Comparison", ""]
+    if left_out:
+        lines += [f"Faithful runs only: {len(left_out)} run(s) left out, their emulation not faithful "
+                  "(docs/fidelity.md#does-the-run-check-itself):", "", *(f"- {x}" for x in left_out), ""]
     lines.append(
         "Each cell: mean ± half-width of the 95% Student-t confidence interval over repetitions "
         "(n = runs where the metric had a value / runs). Times in ms, overlap in %. Scope "
         "`all`: mean over jobs (convergence: latest among jobs with a rival). Convergence: the "
         "median convergence iteration over every run that had rivals, a run that never converged "
         "counting as later than any (\"never\": the median run never did), and how many converged; "
-        "`converged`: that fraction with its 95% Wilson interval."
+        "`converged`: that fraction with its 95% Wilson interval. Scope `all` also has the headline "
+        f"figures: `{APART}`, the fraction of runs whose jobs first stood apart by iteration {APART_WITHIN}, "
+        "with its Wilson interval; `first_apart`, the median over runs of that first iteration (as for "
+        "convergence); `relapses`, later iterations in which they overlapped again (runs that stood "
+        f"apart); the mean and p99 slowdown over each run's last {LAST_ITERATIONS} iterations. "
+        "`faithful`: the fraction of runs whose emulation kept its invariants (summary.json `fidelity`), "
+        "with its Wilson interval (n: the runs that were checked)."
     )
     for scope, body in tables.items():
         lines += ["", f"## {scope}", "", markdown_table(["metric", *labels], body)]
@@ -113,15 +138,38 @@ def render_compare_md(
     return "\n".join(lines) + "\n"
 
 
+def faithful_only(results: Sequence[tuple[RunRef, RunMetrics]]) -> tuple[list[tuple[RunRef, RunMetrics]], list[str]]:
+    """The runs whose fidelity verdict is `faithful`, and one line for each run left out."""
+    kept, left_out = [], []
+    for ref, metrics in results:
+        if metrics.fidelity == FAITHFUL:
+            kept.append((ref, metrics))
+        else:
+            verdict = metrics.fidelity or "not checked"
+            left_out.append(f"{ref.label} #{ref.repetition} ({ref.results_dir.name}): {verdict}")
+    return kept, left_out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    md: Path  # compare.md
+    rows: list[CompareRow]
+    left_out: list[str]  # with only_faithful: a line per run whose emulation was not faithful
+
+
 def write_compare(
     runs: Sequence[tuple[str, int, Path | str] | RunRef],
     out_dir: Path | str,
     plots: bool = True,
-) -> Path:
-    """Write compare.csv, compare.md and (unless plots=False) compare_*.png; returns compare.md."""
+    only_faithful: bool = False,
+) -> Comparison:
+    """Write compare.csv, compare.md and (unless plots=False) compare_*.png."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results, errors = collect(runs)
+    left_out: list[str] = []
+    if only_faithful:
+        results, left_out = faithful_only(results)
     rows = aggregate_metrics(results)
     write_compare_csv(rows, out / "compare.csv")
     written: list[Path] = []
@@ -135,5 +183,5 @@ def write_compare(
             if p is not None:
                 written.append(p)
     md = out / "compare.md"
-    md.write_text(render_compare_md(rows, written, out, errors))
-    return md
+    md.write_text(render_compare_md(rows, written, out, errors, left_out))
+    return Comparison(md, rows, left_out)

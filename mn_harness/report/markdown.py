@@ -9,11 +9,12 @@ a run. `write_report` is the single entry point the CLI calls.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from mn_harness.report import headline as headlines
+from mn_harness.report.fidelity import fidelity_lines
 from mn_harness.report.metrics import (
     DEFAULT_CONVERGENCE_THRESHOLD,
     JobMetrics,
@@ -21,6 +22,8 @@ from mn_harness.report.metrics import (
     compute_metrics,
 )
 from mn_harness.results.loaders import RunData, load_run
+from mn_harness.results.schema import RunSummary
+from mn_harness.results.summary import update_summary
 
 PLOTS_DIR = "plots"
 PLOT_CAPTIONS = {
@@ -51,9 +54,9 @@ def _prediction(jm: JobMetrics) -> str:
     return f"{jm.predicted_slowdown:.2f}{aligned}"
 
 
-def cassini_lines(summary: dict) -> list[str]:
+def cassini_lines(summary: RunSummary) -> list[str]:
     """report.md's CASSINI section: the links' scores and shifts, the loops."""
-    pred = summary.get("cassini")
+    pred = summary.cassini
     if not isinstance(pred, dict) or not pred.get("links"):
         return []
     rows = [[link, ", ".join(lp["jobs"]), f"{lp['score']:.3f}", f"{lp['joint_score']:.3f}",
@@ -73,12 +76,12 @@ def cassini_lines(summary: dict) -> list[str]:
 PHASE_HEADERS = ["job", "phase", "kind", "collective", "mean ms", "busbw Gbit/s", "mean delay ms"]
 
 
-def phase_rows(summary: dict) -> list[list[str]]:
+def phase_rows(summary: RunSummary) -> list[list[str]]:
     """summary.json's per-phase statistics (results.phases), for jobs with more than the
     short form's two phases or with a collective other than ring all-reduce."""
     rows = []
-    for job, info in (summary.get("jobs") or {}).items():
-        stats = info.get("phase_stats") or []
+    for job, info in summary.jobs.items():
+        stats = info.phase_stats
         if len(stats) <= 2 and all(p.get("collective") in (None, "ring_allreduce") for p in stats):
             continue
         for p in stats:
@@ -174,8 +177,10 @@ def format_table(metrics: RunMetrics) -> str:
     parts = [text_table(JOB_HEADERS, job_rows(metrics))]
     if metrics.links:
         parts.append(text_table(LINK_HEADERS, link_rows(metrics)))
-    if metrics.notes:
-        parts.append("\n".join(f"note: {n}" for n in metrics.notes))
+    parts.append(text_table(headlines.HEADERS, [headlines.headline_row(headlines.headline(metrics))]))
+    notes = [*metrics.notes, *([f"fidelity: {metrics.fidelity}"] if metrics.fidelity else [])]
+    if notes:
+        parts.append("\n".join(f"note: {n}" for n in notes))
     return "\n\n".join(parts)
 
 
@@ -197,8 +202,18 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
         f"a link also communicated; converged at = first iteration from which overlap stays "
         f"≤ {metrics.convergence_threshold:.0%}."
     )
-    lines += cassini_lines(s.raw)
-    phases = phase_rows(s.raw)
+    lines += ["", "## Headline", "", markdown_table(headlines.HEADERS, [headlines.headline_row(
+        headlines.headline(metrics))]), ""]
+    lines.append(
+        f"Apart by {headlines.APART_WITHIN}: whether, by iteration {headlines.APART_WITHIN}, there was an "
+        f"iteration in which every job sharing a link overlapped the others by at most "
+        f"{metrics.convergence_threshold:.0%} (first apart: the first such iteration; relapses: later "
+        f"iterations in which one overlapped more; n/a: no job shares a link). Last "
+        f"{headlines.LAST_ITERATIONS}: mean over jobs of their mean and p99 iteration time over their last "
+        f"{headlines.LAST_ITERATIONS} iterations, over the baseline.")
+    lines += fidelity_lines(s.fidelity, markdown_table)
+    lines += cassini_lines(s)
+    phases = phase_rows(s)
     if phases:
         lines += ["", "## Phases", "", markdown_table(PHASE_HEADERS, phases), ""]
         lines.append("Per phase (each DDP bucket separately): the job's phase from its first rank's start to "
@@ -220,17 +235,6 @@ def render_report(run: RunData, metrics: RunMetrics, plots: dict[str, Path]) -> 
             caption = PLOT_CAPTIONS.get(name, name)
             lines += ["", f"### {caption}", "", f"![{caption}]({rel})"]
     return "\n".join(lines) + "\n"
-
-
-def update_summary(results_dir: Path, metrics: RunMetrics) -> Path:
-    """Add/replace the "metrics" key of summary.json, keeping every other key; atomic."""
-    path = results_dir / "summary.json"
-    data = json.loads(path.read_text())
-    data["metrics"] = metrics.to_dict()
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
 
 
 def write_report(
@@ -256,7 +260,7 @@ def report_run(
     root = Path(results_dir)
     run = load_run(root)
     metrics = compute_metrics(run.summary, run.iterations, run.throughput, threshold, run.malformed_rows)
-    update_summary(root, metrics)
+    update_summary(root, lambda summary: replace(summary, metrics=metrics.to_dict()))
     written: dict[str, Path] = {}
     if plots:
         from mn_harness.report.plots import write_plots  # matplotlib only when plotting

@@ -37,8 +37,7 @@ from typing import Any
 
 from mn_harness.report.fairness import bytes_in_window, jain_index, job_throughput
 from mn_harness.results.iterations import Interval, JobIteration, job_iterations, job_stats, ratio
-from mn_harness.results.loaders import Summary
-from mn_harness.results.schema import IterationRow, ThroughputRow
+from mn_harness.results.schema import IterationRow, RunSummary, ThroughputRow
 from mn_harness.results.stats import mean, percentile
 
 DEFAULT_CONVERGENCE_THRESHOLD = 0.10
@@ -247,9 +246,14 @@ class RunMetrics:
     missing_rows_total: int
     convergence_threshold: float
     notes: list[str] = field(default_factory=list)
+    # summary.json fidelity.verdict (faithful, unfaithful, unchecked), None for runs without it:
+    # carried for compare and load(), not stored again in summary.json's metrics
+    fidelity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["fidelity"]
+        return out
 
 
 def _link_fairness(
@@ -279,7 +283,7 @@ def _link_fairness(
 
 
 def compute_metrics(
-    summary: Summary,
+    summary: RunSummary,
     iterations: Sequence[IterationRow],
     throughput: Sequence[ThroughputRow] = (),
     threshold: float = DEFAULT_CONVERGENCE_THRESHOLD,
@@ -290,7 +294,7 @@ def compute_metrics(
     for row in iterations:
         if row.job not in order:
             order.append(row.job)
-    expected = {j: len(info.workers) for j, info in summary.jobs.items() if info.workers}
+    expected = {j: len(info.hosts) for j, info in summary.jobs.items() if info.hosts}
     iters = job_iterations(iterations, expected)
     notes: list[str] = []
     for name, bad in (malformed_rows or {}).items():
@@ -302,7 +306,7 @@ def compute_metrics(
     for job in order:
         info = summary.jobs.get(job)
         all_iters = iters.get(job, [])
-        n_ranks = len(info.workers) if info and info.workers else None
+        n_ranks = len(info.hosts) if info and info.hosts else None
         if n_ranks is None:
             n_ranks = len({r.rank for r in iterations if r.job == job})
         seen_iter = max((i.iteration for i in all_iters), default=-1) + 1
@@ -323,6 +327,7 @@ def compute_metrics(
         contended = [(o.iteration, o.overlap) for o in ovs if o.contended]
         contended_vals = [ov for it, ov in contended if ov is not None and it >= warmup]
         by_it = {o.iteration: o for o in ovs}
+        predicted, aligned = summary.predicted(job)
         jobs_out[job] = JobMetrics(
             job=job,
             cc=summary.cc.get(job),
@@ -354,8 +359,8 @@ def compute_metrics(
             warmup=warmup,
             warmup_iterations=stats.warmup_iterations,
             warmup_mean_iter_s=stats.warmup_mean_iter_s,
-            predicted_slowdown=info.predicted_slowdown if info else None,
-            predicted_aligned_slowdown=info.predicted_aligned_slowdown if info else None,
+            predicted_slowdown=predicted,
+            predicted_aligned_slowdown=aligned,
         )
 
     series = job_throughput(throughput)
@@ -391,4 +396,5 @@ def compute_metrics(
         missing_rows_total=missing_total,
         convergence_threshold=threshold,
         notes=notes,
+        fidelity=summary.fidelity.verdict if summary.fidelity else None,
     )

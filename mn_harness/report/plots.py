@@ -60,8 +60,8 @@ def caption(run: RunData) -> str:
     s = run.summary
     ccs = sorted(set(s.cc.values()))
     cc = ccs[0] if len(ccs) == 1 else ", ".join(f"{job}={c}" for job, c in s.cc.items())
-    dataplane = s.raw.get("dataplane") or "?"
-    label = s.raw.get("label")
+    dataplane = s.dataplane or "?"
+    label = s.label
     return (f"scenario: {s.experiment}" + (f" ({label})" if label else "") + f" · CC: {cc or '?'}"
             f" · data plane: {dataplane} · {run.results_dir.name}")
 
@@ -170,7 +170,7 @@ def plot_throughput(run: RunData, path: Path, colors: Mapping[str, str],
     series = {job: pts for job, pts in series.items() if pts[0]}
     iters = job_iterations(
         run.iterations,
-        {j: len(i.workers) for j, i in run.summary.jobs.items() if i.workers},
+        {j: len(i.hosts) for j, i in run.summary.jobs.items() if i.hosts},
     )
     if not series and not iters:
         return None
@@ -213,15 +213,7 @@ def plot_iteration_times(run: RunData, metrics: RunMetrics, path: Path, colors: 
                 label=f"{job} {jm.baseline}",
             )
         drawn = True
-    if not drawn:
-        plt.close(fig)
-        return None
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("iteration time (ms)")
-    ax.set_title(f"{run.summary.experiment}: iteration time per iteration")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    return _save(fig, path, caption(run))
+    return _per_job_plot(fig, ax, drawn, run, path, "iteration", "iteration time (ms)", "iteration time per iteration")
 
 
 def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Mapping[str, str]) -> Path | None:
@@ -234,13 +226,21 @@ def plot_iteration_cdf(run: RunData, metrics: RunMetrics, path: Path, colors: Ma
         ys = [(i + 1) / len(xs) for i in range(len(xs))]
         ax.step(xs, ys, where="post", color=colors.get(job), label=job)
         drawn = True
+    ax.set_ylim(0, 1.02)
+    return _per_job_plot(fig, ax, drawn, run, path, "iteration time (ms)", "fraction of iterations ≤ x",
+                         "CDF of iteration times")
+
+
+def _per_job_plot(fig, ax, drawn: bool, run: RunData, path: Path, xlabel: str, ylabel: str,
+                  title: str) -> Path | None:
+    """A run's plot of one line per job finished and saved; None (and no file) when no job had
+    anything to draw."""
     if not drawn:
         plt.close(fig)
         return None
-    ax.set_xlabel("iteration time (ms)")
-    ax.set_ylabel("fraction of iterations ≤ x")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(f"{run.summary.experiment}: CDF of iteration times")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{run.summary.experiment}: {title}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     return _save(fig, path, caption(run))

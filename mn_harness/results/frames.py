@@ -99,7 +99,7 @@ def _rows(run: RunData, label: str, repetition: int):
     jobs = []
     for jm in metrics.jobs.values():
         fields = {k: v for k, v in dataclasses.asdict(jm).items() if k not in ("per_iteration", "rivals")}
-        jobs.append({**key, **fields, "rivals": ",".join(jm.rivals)})
+        jobs.append({**key, **fields, "rivals": ",".join(jm.rivals), "fidelity": metrics.fidelity})
     phases = [{**key, "cc": cc.get(r.job), **dataclasses.asdict(r)} for r in run.phases]
     return iterations, throughput, queue, jobs, phases
 
@@ -111,7 +111,7 @@ def load(paths: str | Path | Iterable[str | Path], labels: dict[str, str] | None
     tables: list[list[dict]] = [[], [], [], [], []]
     for folder, compare_label, repetition in run_folders(paths):
         run = load_run(folder)
-        label = ((labels or {}).get(folder.name) or compare_label or run.summary.raw.get("label")
+        label = ((labels or {}).get(folder.name) or compare_label or run.summary.label
                  or run.summary.experiment or folder.name)
         for table, rows in zip(tables, _rows(run, str(label), repetition), strict=True):
             table.extend(rows)

@@ -44,10 +44,11 @@ def phase_stats(rows: Iterable[PhaseRow], job: str, servers: int = 0,
             delays = [r.delay_s for rs in use.values() for r in rs if r.delay_s is not None]
             entry["mean_delay_s"] = mean(delays) if delays else None
         elif first.bytes and entry["mean_s"]:
-            n = len(ranks) - (servers if first.collective == "parameter_server" else 0)
+            record = collectives.find(first.collective)  # None: a name this version does not know
+            n = len(ranks) - (servers if record is not None and record.uses_servers else 0)
             entry["bytes"] = first.bytes
             entry["algbw_Bps"] = collectives.algbw(first.bytes, entry["mean_s"])
-            if first.collective in collectives.SCHEDULED + collectives.TORCH:
+            if record is not None and record.has_busbw:
                 entry["busbw_Bps"] = collectives.busbw(first.collective, first.bytes, max(n, 2), entry["mean_s"])
         out.append(entry)
     return out

@@ -18,11 +18,11 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mn_harness.collectives.schedule import Schedule, Transfer
-from mn_harness.worker.op import Op
 from mn_harness.worker.transport import Transport
+from mn_harness.worker.transport_op import TransportOp
 
 TAG = struct.Struct("!IHHHHI")
 
@@ -39,8 +39,8 @@ def segments(nbytes: int, segment_bytes: int) -> list[int]:
     return [segment_bytes] * full + ([rest] if rest else [])
 
 
-def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], iteration: int,
-         op_id: int) -> tuple[list[Op], int]:
+def post(transport: Transport, schedule: Schedule, me: int, ranks: Sequence[int], iteration: int,
+         op_id: int) -> tuple[list[TransportOp], int]:
     """Post local rank `me`'s transfers (`ranks[local]` = the job rank to talk to). Returns the
     posted operations and the bytes this rank sends.
 
@@ -55,8 +55,8 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
     handshake = transport.tunables.recv_ready and schedule.lockstep
     mine = sorted(x for x in schedule.transfers if me in (x.src, x.dst))
     # (channel, peer) -> [(step, segment ops)] of receives, in order
-    received: dict[tuple[int, int], list[tuple[int, list[Op]]]] = {}
-    arrivals: list[Op] = []  # every segment this rank receives, in posting order
+    received: dict[tuple[int, int], list[tuple[int, list[TransportOp]]]] = {}
+    arrivals: list[TransportOp] = []  # every segment this rank receives, in posting order
     senders: list[int] = []  # ... and the job rank each comes from
     for t in (x for x in mine if x.dst == me):
         got = [transport.recv(ranks[t.src], size, tag(iteration, op_id, t.step, t.channel, t.chunk, j))
@@ -64,7 +64,7 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
         received.setdefault((t.channel, t.src), []).append((t.step, got))
         arrivals += got
         senders += [ranks[t.src]] * len(got)
-    sends: list[Op] = []
+    sends: list[TransportOp] = []
     sent = 0
     for t in (x for x in mine if x.src == me):
         sizes = segments(t.nbytes, seg_bytes)
@@ -81,8 +81,8 @@ def post(transport: Transport, schedule: Schedule, me: int, ranks: list[int], it
     return arrivals + sends, sent
 
 
-def _depends(received: dict[tuple[int, int], list[tuple[int, list[Op]]]], t: Transfer, j: int,
-             n_segments: int) -> list[Op]:
+def _depends(received: dict[tuple[int, int], list[tuple[int, list[TransportOp]]]], t: Transfer, j: int,
+             n_segments: int) -> list[TransportOp]:
     after = []
     for (channel, _peer), recvs in received.items():
         if channel != t.channel:
@@ -138,7 +138,7 @@ class CommStream(threading.Thread):
         self.join()
 
 
-def runner(transport: Transport, schedule: Schedule, me: int, ranks: list[int], iteration: int,
+def runner(transport: Transport, schedule: Schedule, me: int, ranks: Sequence[int], iteration: int,
            op_id: int) -> Callable[[], int]:
     """What the stream runs for one collective: post, then wait for all of it."""
     def run() -> int:

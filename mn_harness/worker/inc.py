@@ -327,11 +327,11 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
     if window > spec.inc_slots:
         raise SystemExit(f"worker: inc window {window} exceeds the job's {spec.inc_slots} slots")
     count = n_values(spec.bytes_per_iteration)
-    inputs, clipped, total = expected_inputs(spec.inc_seed, spec.job, spec.n, count, spec.inc_scale)
+    inputs, clipped, total = expected_inputs(spec.inc_seed, spec.job, spec.n_ranks, count, spec.inc_scale)
     mine = inputs[spec.rank]
     del inputs
     try:
-        session = IncSession(job_id=spec.agg_job_id, rank=spec.rank, n=spec.n,
+        session = IncSession(job_id=spec.agg_job_id, rank=spec.rank, n=spec.n_ranks,
                              my_ip=spec.ips[spec.rank], switch_ip=switch_ip,
                              port=spec.agg_port or AGG_PORT_BASE + spec.agg_job_id,
                              window=window, min_rto_s=spec.inc_timeout_s)
@@ -375,7 +375,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "phases": [
                     record(0, "compute", "compute", "", None, t_start - t0, t_compute_end - t0,
                            planned=spec.means()[0], delay=seconds - spec.means()[0]),
-                    record(1, "inc_allreduce", "comm", "inc_allreduce", spec.bytes_per_iteration,
+                    record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,
                            t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],
             }) + "\n")
             it_out.flush()

@@ -20,12 +20,12 @@ import json
 import sys
 import time
 
+from mn_harness import collectives
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.collective import CommStream
 from mn_harness.worker.program import IterationRunner, my_peers
 from mn_harness.worker.spec import WorkerSpec
-from mn_harness.worker.torch_collectives import is_torch_collective
 from mn_harness.worker.transport import Transport, TransportError, Tunables
 
 
@@ -42,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     spec = WorkerSpec.load(argv[0])
-    if spec.collective == "inc_allreduce":
+    engine = collectives.get(spec.collective).engine
+    if engine == collectives.INC:
         from mn_harness.worker import inc
 
         return inc.run(spec, wait_for_go)
-    if is_torch_collective(spec.collective):  # real traffic: torch.distributed (gloo) makes it
+    if engine == collectives.TORCH:  # real traffic: torch.distributed (gloo) makes it
         from mn_harness.worker import torch_worker
 
         return torch_worker.run(spec, wait_for_go)

@@ -8,35 +8,35 @@ waits for the communication stream to be idle before a pass (jobs/program.py).""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from mn_harness.collectives.pipeline import ACTIVATIONS, BACKWARD, FORWARD, GRADIENTS, one_f_one_b
 from mn_harness.worker.collective import tag
-from mn_harness.worker.op import Op
+from mn_harness.worker.program_ops import PipelineOp
 from mn_harness.worker.transport import Transport
+from mn_harness.worker.transport_op import TransportOp
 
 
-def run_pass(transport: Transport, op: dict[str, Any], stage: int, iteration: int) -> int:
+def run_pass(transport: Transport, op: PipelineOp, stage: int, iteration: int) -> int:
     """Returns the bytes this stage sent."""
-    ranks: list[int] = op["ranks"]
-    p, m = len(ranks), op["micro_batches"]
-    act, grad = op["bytes"], op["grad_bytes"]
-    sends: list[Op] = []
+    ranks = op.ranks
+    p, m = len(ranks), op.micro_batches
+    act, grad = op.bytes, op.grad_bytes
+    sends: list[TransportOp] = []
     sent = 0
     for kind, b in one_f_one_b(p, m, stage):
         if kind == FORWARD:
             if stage > 0:
-                transport.recv(ranks[stage - 1], act, tag(iteration, op["id"], b, ACTIVATIONS, b, 0)).wait()
-            time.sleep(op["forward_s"])
+                transport.recv(ranks[stage - 1], act, tag(iteration, op.id, b, ACTIVATIONS, b, 0)).wait()
+            time.sleep(op.forward_s)
             if stage < p - 1:
-                sends.append(transport.send(ranks[stage + 1], act, tag(iteration, op["id"], b, ACTIVATIONS, b, 0)))
+                sends.append(transport.send(ranks[stage + 1], act, tag(iteration, op.id, b, ACTIVATIONS, b, 0)))
                 sent += act
         elif kind == BACKWARD:
             if stage < p - 1 and grad:
-                transport.recv(ranks[stage + 1], grad, tag(iteration, op["id"], b, GRADIENTS, b, 0)).wait()
-            time.sleep(op["backward_s"])
+                transport.recv(ranks[stage + 1], grad, tag(iteration, op.id, b, GRADIENTS, b, 0)).wait()
+            time.sleep(op.backward_s)
             if stage > 0 and grad:
-                sends.append(transport.send(ranks[stage - 1], grad, tag(iteration, op["id"], b, GRADIENTS, b, 0)))
+                sends.append(transport.send(ranks[stage - 1], grad, tag(iteration, op.id, b, GRADIENTS, b, 0)))
                 sent += grad
     for s in sends:
         s.wait()

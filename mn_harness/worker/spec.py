@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mn_harness.worker.program_ops import CollectiveOp, ComputeOp, ProgramOp, op_from_json
+
 
 @dataclass(frozen=True)
 class WorkerSpec:
@@ -31,7 +33,7 @@ class WorkerSpec:
     # The iteration (mn_harness/jobs/program.py): operations, and this rank's compute seconds
     # per iteration and compute phase (jobs/delays.py) with the phases' means. Empty: the short
     # form [compute_s, collective over every rank].
-    program: list[dict[str, Any]] = field(default_factory=list)
+    program: list[ProgramOp] = field(default_factory=list)
     compute_plan: list[list[float]] = field(default_factory=list)
     compute_means: list[float] = field(default_factory=list)
     computes: bool = True  # False for a parameter server: it skips compute phases
@@ -47,15 +49,16 @@ class WorkerSpec:
     inc_timeout_s: float = 0.05  # minimum retransmission timeout
 
     @property
-    def n(self) -> int:
+    def n_ranks(self) -> int:
+        """Every rank of the job, servers included (torch's world size)."""
         return len(self.ips)
 
-    def ops(self) -> list[dict[str, Any]]:
+    def ops(self) -> list[ProgramOp]:
         """The program, or the short form's [compute, collective over every rank]."""
         return self.program or [
-            {"op": "compute", "name": "compute", "phase": 0, "k": 0, "fraction": 1.0},
-            {"op": "comm", "name": self.collective, "phase": 1, "id": 0, "collective": self.collective,
-             "bytes": self.bytes_per_iteration, "ranks": list(range(self.n)), "servers": 0, "async": False}]
+            ComputeOp("compute", 0, 0, 1.0),
+            CollectiveOp(self.collective, 1, 0, self.collective, self.bytes_per_iteration,
+                         tuple(range(self.n_ranks)))]
 
     def durations(self, iteration: int) -> list[float]:
         """Seconds of each compute phase in `iteration` for this rank."""
@@ -64,11 +67,15 @@ class WorkerSpec:
     def means(self) -> list[float]:
         return self.compute_means or [self.compute_s]
 
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "program": [op.to_json() for op in self.program]}
+
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self)))
+        path.write_text(json.dumps(self.to_json()))
 
     @classmethod
     def load(cls, path: str | Path) -> WorkerSpec:
         raw = json.loads(Path(path).read_text())
         raw["ips"] = tuple(raw["ips"])
+        raw["program"] = [op_from_json(op) for op in raw.get("program", [])]
         return cls(**raw)

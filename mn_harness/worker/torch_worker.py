@@ -30,12 +30,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+from mn_harness import collectives
+from mn_harness.collectives.gloo import INSTALL_HINT
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
 from mn_harness.worker.spec import WorkerSpec
-from mn_harness.worker.torch_collectives import INSTALL_HINT, TORCH_COLLECTIVES
 
 SIOCGIFADDR = 0x8915
 CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 1 << 18
@@ -120,27 +121,29 @@ class GlooSenders:
         return tcpinfo.combined(self.last.values())
 
 
-def _collective(name: str, tensor, n: int) -> Callable[[], object]:
+def _collective(call: str | None, tensor, n: int) -> Callable[[], object]:
+    """The collective's torch.distributed function (its record's `torch_call`) on the job's
+    tensor, with the output buffers it needs."""
     import torch
     import torch.distributed as dist
 
-    if name == "torch_allreduce":
+    if call == "all_reduce":
         return lambda: dist.all_reduce(tensor)
-    if name == "torch_all_gather":
+    if call == "all_gather_into_tensor":
         part = tensor[: tensor.numel() // n].clone()
         out = torch.empty(part.numel() * n, dtype=tensor.dtype)
         return lambda: dist.all_gather_into_tensor(out, part)
-    if name == "torch_reduce_scatter":
+    if call == "reduce_scatter_tensor":
         whole = tensor[: (tensor.numel() // n) * n]
         out = torch.empty(whole.numel() // n, dtype=tensor.dtype)
         return lambda: dist.reduce_scatter_tensor(out, whole)
-    if name == "torch_all_to_all":
+    if call == "all_to_all_single":
         whole = tensor[: (tensor.numel() // n) * n]
         out = torch.empty_like(whole)
         return lambda: dist.all_to_all_single(out, whole)
-    if name == "torch_broadcast":
+    if call == "broadcast":
         return lambda: dist.broadcast(tensor, src=0)
-    raise SystemExit(f"worker: collective {name!r} is not implemented by the torch worker")
+    raise SystemExit(f"worker: torch.distributed.{call} is not implemented by the torch worker")
 
 
 def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
@@ -156,20 +159,20 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
         raise SystemExit(f"worker: {spec.collective} needs {INSTALL_HINT}") from None
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    collective = TORCH_COLLECTIVES[spec.collective]
+    collective = collectives.get(spec.collective)
     try:
         dist.init_process_group("gloo", init_method=f"tcp://{spec.ips[0]}:{spec.port}", rank=spec.rank,
-                                world_size=spec.n, timeout=timedelta(seconds=spec.connect_timeout_s))
+                                world_size=spec.n_ranks, timeout=timedelta(seconds=spec.connect_timeout_s))
     except Exception as exc:  # rendezvous failures come as RuntimeError/DistStoreError etc.
         raise SystemExit(f"worker: {spec.job} rank {spec.rank}: torch.distributed rendezvous at "
                          f"{spec.ips[0]}:{spec.port} failed: {' '.join(str(exc).split())[:300]}") from None
-    tensor = torch.ones(max(spec.n, (spec.bytes_per_iteration + 3) // 4), dtype=torch.float32)
-    op = _collective(spec.collective, tensor, spec.n)
+    tensor = torch.ones(max(spec.n_ranks, (spec.bytes_per_iteration + 3) // 4), dtype=torch.float32)
+    op = _collective(collective.torch_call, tensor, spec.n_ranks)
     dist.barrier()  # every pair of ranks connected before the check and the start
     diag = SockDiag()
     sockets = diag.tcp_sockets()
     check_congestion_control(spec, sockets)
-    sent = collective.bytes_sent(spec.bytes_per_iteration, spec.n, spec.rank)
+    sent = collective.bytes_sent(collectives.Call(spec.bytes_per_iteration, spec.n_ranks))[spec.rank]
     print("READY", flush=True)
     t0 = wait_for_go()
     sampler = BinSampler(GlooSenders(diag, spec, sockets), t0, spec.bin_s)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from mn_harness.worker.op import TAG_BYTES, Op, when_all
+from mn_harness.worker.transport_op import TAG_BYTES, TransportOp, when_all
 
 DATA, READY = b"D", b"R"  # message kinds of a framed stream (Tunables.recv_ready)
 
@@ -120,19 +120,22 @@ class Connection:
         self.sock, self.peer, self.tunables = sock, peer, tunables
         self.framed = tunables.recv_ready
         self.cv = threading.Condition()
-        self.outbox: deque[Op | None] = deque()  # posted sends; None: finish
+        self.outbox: deque[TransportOp | None] = deque()  # posted sends; None: finish
         self.notes = 0       # READY notifications due to the peer, not yet written
         self.peer_ready = 0  # READYs the peer sent: handshake sends it has posted receives for
         self.hs_sent = 0     # handshake sends taken for writing
         self.peer_closed = False  # framed: the peer's stream ended (no READY will come)
-        self.recvs: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self.ready_at: deque[float] = deque()  # when each READY not yet used by a handshake send came
+        self.lags: list[float] = []  # per send: from what it waited for (data received, READY) to its writing
+        self.free_at = 0.0  # when the send loop last finished a write (a send queues behind the one before it)
+        self.recvs: queue.SimpleQueue[TransportOp | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
                         threading.Thread(target=self._recv_loop, daemon=True)]
         for t in self.threads:
             t.start()
 
-    def post_send(self, op: Op | None) -> None:
+    def post_send(self, op: TransportOp | None) -> None:
         with self.cv:
             self.outbox.append(op)
             self.cv.notify()
@@ -148,13 +151,13 @@ class Connection:
         with self.cv:
             self.cv.notify()
 
-    def _finish(self, op: Op, error: BaseException | None) -> None:
+    def _finish(self, op: TransportOp, error: BaseException | None) -> None:
         if error is not None and self.broken is None:
             self.broken = error
             self._wake()
         op.finish(error)
 
-    def _writable(self, op: Op) -> bool:
+    def _writable(self, op: TransportOp) -> bool:
         if self.broken is not None:
             return True  # to fail it
         for dep in op.after:
@@ -162,7 +165,7 @@ class Connection:
                 return False
         return not op.handshake or self.peer_ready > self.hs_sent or self.peer_closed
 
-    def _next(self) -> Op | int | None:
+    def _next(self) -> TransportOp | int | None:
         """The next thing to write: READY notifications (their count), a send, None (finish)."""
         with self.cv:
             while True:
@@ -187,8 +190,10 @@ class Connection:
                     self.sock.sendall(READY * item)
                 except OSError as exc:
                     self.broken = self.broken or exc
+                self.free_at = time.monotonic()
                 continue
             op = item
+            self._lag(op)
             try:
                 if self.broken is not None:
                     raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
@@ -205,13 +210,29 @@ class Connection:
                     k = min(left, len(buf))
                     self.sock.sendall(buf[:k])
                     left -= k
+                self.free_at = time.monotonic()
                 self._finish(op, None)
-            except BaseException as exc:  # reported by Op.wait() in the thread that waits
+            except BaseException as exc:  # reported by TransportOp.wait() in the thread that waits
+                self.free_at = time.monotonic()
                 self._finish(op, exc)
         try:
             self.sock.shutdown(socket.SHUT_WR)  # the peer's receiver sees the end of the stream
         except OSError:
             pass
+
+    def _lag(self, op: TransportOp) -> None:
+        """How long the send waited to be written once it could be (the workers' invariant: a
+        real NIC's sender is not delayed by a busy host): from the latest of its posting, its
+        dependencies' completion, (handshake) its READY's arrival and the end of the write before
+        it on this connection (a NIC serializes too: waiting behind one's own bytes is the
+        link's time, not the host's)."""
+        start = time.monotonic()
+        ready = max([op.posted_at, self.free_at, *(dep.done_at for dep in op.after)])
+        if op.handshake:
+            with self.cv:
+                came = self.ready_at.popleft() if self.ready_at else 0.0
+            ready = max(ready, came)
+        self.lags.append(max(0.0, start - ready))
 
     def _recv_exact(self, view: memoryview, nbytes: int) -> None:
         got = 0
@@ -236,6 +257,7 @@ class Connection:
                 return kind
             with self.cv:
                 self.peer_ready += 1
+                self.ready_at.append(time.monotonic())
                 self.cv.notify()
 
     def _recv_loop(self) -> None:
@@ -288,6 +310,14 @@ class Transport:
         self.src_port = src_port
         self.tunables = tunables or Tunables()
         self.connections: dict[int, Connection] = {}
+
+    def take_lags(self) -> list[float]:
+        """Every send's lag (Connection._lag) since the last call, over all connections."""
+        out: list[float] = []
+        for conn in self.connections.values():
+            lags, conn.lags = conn.lags, []
+            out += lags
+        return out
 
     def _prepare(self, sock: socket.socket) -> None:
         set_cc(sock, self.cc)
@@ -351,23 +381,23 @@ class Transport:
         except KeyError:
             raise TransportError(f"rank {self.rank} has no connection to rank {peer}") from None
 
-    def send(self, peer: int, nbytes: int, tag: bytes, after: Iterable[Op] = (),
-             handshake: bool = False) -> Op:
+    def send(self, peer: int, nbytes: int, tag: bytes, after: Iterable[TransportOp] = (),
+             handshake: bool = False) -> TransportOp:
         """Post a send; a `handshake` send (framed transports only) also waits for the peer's
         READY for it."""
         if handshake and not self.tunables.recv_ready:
             raise TransportError("a handshake send needs Tunables.recv_ready")
-        op = Op(nbytes, tag, after, handshake)
+        op = TransportOp(nbytes, tag, after, handshake)
         self._connection(peer).post_send(op)
         return op
 
-    def ready(self, peer: int, after: Iterable[Op] = ()) -> None:
+    def ready(self, peer: int, after: Iterable[TransportOp] = ()) -> None:
         """Announce one more handshake receive from `peer` once every op in `after` is done
         (the receive itself must be posted already)."""
         when_all(after, self._connection(peer).note_ready)
 
-    def recv(self, peer: int, nbytes: int, tag: bytes) -> Op:
-        op = Op(nbytes, tag)
+    def recv(self, peer: int, nbytes: int, tag: bytes) -> TransportOp:
+        op = TransportOp(nbytes, tag)
         self._connection(peer).recvs.put(op)
         return op
 

@@ -1,18 +1,21 @@
 """bench/repro_table.py, the reproduce bench's table (no runs, no root): its columns on
-hand-built summaries and metrics, and the table by run length."""
+hand-built summaries and metrics, and the table by run length. Its headline columns' figures
+are report.headline's (tests/report/test_headline.py)."""
 
 import pytest
 
 from tests.helpers import bench_module
+from tests.report.test_headline import _run
 
 
 def test_host_steal_column_reads_each_runs_summary_and_leaves_old_runs_out():
     """The table's last column: the VM host's share of the cores' time over a CC's runs, from
     summary.json cpu_load.steal_mean; runs recorded before it existed give no value, not 0."""
+    from mn_harness.results.schema import RunSummary
     table = bench_module("repro_table")
-    assert table.host_steal({"cpu_load": {"steal_mean": 0.132}}) == 0.132
-    assert table.host_steal({"cpu_load": {"busy_mean": 0.5}}) is None
-    assert table.host_steal({}) is None
+    assert table.host_steal(RunSummary(cpu_load={"steal_mean": 0.132})) == 0.132
+    assert table.host_steal(RunSummary(cpu_load={"busy_mean": 0.5})) is None
+    assert table.host_steal(RunSummary()) is None
     row = {"scenario": "2jobs", "cc": "reno", "runs": 2, "slowdown": [1.2, 1.3], "slowdown_p99": [1.5, 1.6],
            "converged": None, "median_conv": None, "cassini": "-", "steady": [], "steady_p99": [],
            "rtos": [0.0, 0.1], "steal": [0.10, 0.20]}
@@ -28,6 +31,7 @@ def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_predic
     from mn_harness.config import Experiment
     from mn_harness.jobs.cassini import predict
     from mn_harness.network.plan import NetworkPlan
+    from mn_harness.results.schema import RunSummary
     table = bench_module("repro_table")
     exp = Experiment.from_dict(bench_module("reproduce").scenario_raw("3jobs", [], 10))
     pred = predict(exp, NetworkPlan(exp)).to_dict()
@@ -36,50 +40,9 @@ def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_predic
     best = sum(j["slowdown"] for j in shared) / 3
     aligned = sum(j["aligned_slowdown"] for j in shared) / 3
     assert aligned > best  # three compatible jobs: aligned phases cost, the best shifts do not
-    column = table._prediction([{}, {"cassini": {"error": "x"}}, {"cassini": pred}])
+    column = table._prediction([RunSummary(), RunSummary(cassini={"error": "x"}), RunSummary(cassini=pred)])
     assert column == f"{best:.2f} / {aligned:.2f}"
-    assert table._prediction([{}, {"cassini": None}]) == "-"
-
-def test_apart_column_counts_runs_apart_by_iteration_10_and_the_relapses():
-    """The 'apart' column: runs whose jobs first stood apart by iteration 10 (of all runs, with
-    the Wilson interval), the median first iteration with never as later than any, and the
-    median relapses of the runs that did stand apart."""
-    from mn_harness.report.metrics import Separation
-    table = bench_module("repro_table")
-    seps = [Separation(7, 0), Separation(11, 4), Separation(None, 0), Separation(3, 2)]
-    assert table.apart_text(seps) == "2 of 4 [15–85]; first 9; relapses 2"
-    assert table.apart_text([Separation(None, 0)] * 3) == "0 of 3 [0–56]; first never; relapses -"
-    assert table.apart_text([]) == "-"
-
-def _run(times_by_job: dict[str, list[float]], baseline: float = 1.0, warmup: int = 2):
-    """RunMetrics with the given iteration times per job (the only fields span_stats reads)."""
-    from mn_harness.report.metrics import JobMetrics, RunMetrics
-    jobs = {name: JobMetrics(
-        job=name, cc=None, n_iterations=len(times), incomplete_iterations=0, missing_rows=0,
-        mean_iter_s=None, p50_iter_s=None, p99_iter_s=None, baseline_iter_s=baseline, baseline="ideal",
-        slowdown_mean=None, slowdown_p99=None, rivals=[], contended_iterations=0, overlap_mean=None,
-        convergence_iteration=None, warmup=warmup,
-        per_iteration=[{"iteration": i, "iter_time": t, "warmup": i < warmup} for i, t in enumerate(times)])
-        for name, times in times_by_job.items()}
-    return RunMetrics(jobs=jobs, links={}, missing_rows_total=0, convergence_threshold=0.1)
-
-def test_span_stats_first_n_is_what_a_run_of_n_iterations_would_have_measured():
-    """first=N keeps iterations warm-up..N-1 of each job (a job doing more iterations in the same
-    time keeps proportionally more), last=N the run's last N; p99 as the metrics compute it."""
-    from mn_harness.results.stats import percentile
-    table = bench_module("repro_table")
-    a = [9.0, 9.0, 1.6, 1.4, 1.2] + [1.0] * 95
-    b = [9.0, 9.0, 1.3] + [1.1] * 197  # twice as many iterations in the same run
-    m = _run({"A": a, "B": b})
-    first10 = table.span_stats(m, first=10)
-    assert first10["mean_s"] == pytest.approx((sum(a[2:10]) / 8 + sum(b[2:20]) / 18) / 2)
-    assert first10["p99_s"] == pytest.approx((percentile(a[2:10], 99) + percentile(b[2:20], 99)) / 2)
-    assert first10["slowdown_p99"] == pytest.approx(first10["p99_s"])  # baseline 1 s
-    whole = table.span_stats(m, first=100)
-    assert whole["mean_s"] == pytest.approx((sum(a[2:]) / 98 + sum(b[2:]) / 198) / 2)
-    last = table.span_stats(m, last=20)
-    assert last["p99_s"] == pytest.approx((1.0 + 1.1) / 2)
-    assert table.span_stats(_run({"A": [1.0, 1.0]}), first=2) is None  # only warm-up: no value
+    assert table._prediction([RunSummary(), RunSummary(cassini=None)]) == "-"
 
 def test_length_rows_show_the_p99_gain_a_short_run_hides():
     """A variant slow for 3 iterations after the warm-up, then 1.0 s, against a base at 1.5 s

@@ -240,7 +240,7 @@ def struct_ops_names() -> str:
 
 @pytest.fixture
 def manager(tmp_path):
-    with CongestionControlManager(tmp_path, log=lambda m: None) as m:
+    with CongestionControlManager(log=lambda m: None) as m:
         yield m
     for name in m.registered_names():
         assert name not in available_congestion_controls()
@@ -249,7 +249,7 @@ def manager(tmp_path):
 @pytest.mark.parametrize("variant", ["mltcp-reno", "mltcp-cubic", "dctcp", "mltcp-dctcp"])
 def test_variant_registers_carries_traffic_and_unregisters(net, tmp_path, variant):
     spec = CCSpec(variant)
-    with CongestionControlManager(tmp_path, log=lambda m: None) as mgr:
+    with CongestionControlManager(log=lambda m: None) as mgr:
         mgr.prepare([spec])
         name = mgr.kernel_name(spec)
         assert len(name) <= 15 and name in mgr.registered_names()
@@ -272,7 +272,7 @@ def test_variant_registers_carries_traffic_and_unregisters(net, tmp_path, varian
 def test_unregistered_after_failure_inside_with(tmp_path):
     specs = [CCSpec("mltcp-reno", slope=0.25, intercept=0.75), CCSpec("cubic")]
     with pytest.raises(RuntimeError, match="boom"):
-        with CongestionControlManager(tmp_path, log=lambda m: None) as mgr:
+        with CongestionControlManager(log=lambda m: None) as mgr:
             mgr.prepare(specs)
             names = mgr.registered_names()
             assert len(names) == 1 and names[0] in available_congestion_controls()
@@ -295,7 +295,7 @@ def test_distinct_parameters_get_distinct_instances(manager):
 
 
 def test_failed_prepare_leaves_nothing_registered(tmp_path, monkeypatch):
-    mgr = CongestionControlManager(tmp_path, log=lambda m: None)
+    mgr = CongestionControlManager(log=lambda m: None)
     mgr.prepare([CCSpec("mltcp-cubic", slope=0.5)])
     name = mgr.registered_names()[0]
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine without clang/bpftool/modprobe
@@ -309,7 +309,7 @@ def test_failed_prepare_leaves_nothing_registered(tmp_path, monkeypatch):
 
 def test_unknown_kernel_cc_is_one_clear_line(tmp_path):
     # 'lp' is a real Linux CC that this test machine may or may not have as a module.
-    with CongestionControlManager(tmp_path, log=lambda m: None) as mgr:
+    with CongestionControlManager(log=lambda m: None) as mgr:
         try:
             mgr.prepare([CCSpec("lp")])
         except CCUnavailable as exc:
@@ -321,7 +321,7 @@ def test_unknown_kernel_cc_is_one_clear_line(tmp_path):
 
 
 def test_unregister_by_name(tmp_path):
-    mgr = CongestionControlManager(tmp_path, log=lambda m: None)
+    mgr = CongestionControlManager(log=lambda m: None)
     mgr.prepare([CCSpec("mltcp-reno", slope=3.0)])
     name = mgr.registered_names()[0]
     unregister_by_name(name)  # what `mn-harness clean` does after a crash

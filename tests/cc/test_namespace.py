@@ -71,7 +71,7 @@ def test_namespace_default_needs_the_allowed_list_and_is_restored(netns):
 
 def test_bpf_cc_as_namespace_default_unregisters_and_is_freed(tmp_path, netns):
     before = read_allowed()
-    with CongestionControlManager(tmp_path, log=lambda *_: None) as ccm:
+    with CongestionControlManager(log=lambda *_: None) as ccm:
         spec = CCSpec.from_dict("mltcp-reno", "cc")
         ccm.prepare([spec])
         name = ccm.kernel_name(spec)

@@ -400,6 +400,11 @@ bad_value("emulation-cpu", "run.emulation.cpu_placement", "pinned")
 bad_file("emulation-bridge-ecmp", lambda: mutated(lambda raw: (setter("run.emulation.switches", "bridge")(raw),
                                                                  setter("routing", "ecmp")(raw))),
          "run.emulation.switches")
+bad_value("fidelity-string", "run.fidelity", "yes")
+bad_value("fidelity-unknown", "run.fidelity", {"link_width": 0.9}, "run.fidelity.link_width")
+bad_value("fidelity-share", "run.fidelity", {"link_within": 95}, "run.fidelity.link_within")
+bad_value("fidelity-gaps", "run.fidelity", {"link_min_gaps": -1}, "run.fidelity.link_min_gaps")
+bad_value("fidelity-lag", "run.fidelity", {"send_lag": "fast"}, "run.fidelity.send_lag")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:

@@ -8,6 +8,7 @@ import pytest
 from mn_harness.config import Experiment, load_experiment
 from mn_harness.config.dump import _covers, experiment_to_raw, experiment_to_yaml
 from mn_harness.config.loader import parse_yaml
+from mn_harness.jobs.scaling import apply_scaling
 from tests.helpers import TOPOLOGIES, small_demo
 
 
@@ -103,7 +104,12 @@ def test_workloads_round_trip_as_resolved_phases():
     for job in scaled["jobs"]:
         del job["bytes_per_iteration"], job["compute"]
         job.update(model="resnet50", scale={"real_link": "100Gbit"})
-    experiment = Experiment.from_dict(scaled, "scaled")
+    loaded = Experiment.from_dict(scaled, "scaled")
+    # before the scaling step the file keeps the rule: loading it and scaling gives the same
+    assert loaded.jobs[0].unscaled and experiment_to_raw(loaded)["jobs"][0]["scale"] == {"real_link": "100Gbit"}
+    assert reload(loaded).jobs[0].unscaled
+    experiment = apply_scaling(loaded)
+    assert apply_scaling(reload(loaded)).jobs[0].phases == experiment.jobs[0].phases
     again = reload(experiment)
     assert again == experiment and again.jobs[0].bytes_per_iteration == experiment.jobs[0].bytes_per_iteration
     assert "scale" not in experiment_to_raw(experiment)["jobs"][0]  # resolved: not scaled twice

@@ -121,7 +121,7 @@ def test_parameter_servers_are_ranks_after_the_workers():
         job["phases"][1] = {"collective": "parameter_server", "bytes": "4MB"}
 
     job = build(ps).jobs[0]
-    assert job.hosts == ("h1", "h2", "h3", "h4", "h5") and job.n == 3 and job.n_ranks == 5
+    assert job.hosts == ("h1", "h2", "h3", "h4", "h5") and job.n_workers == 3 and job.n_ranks == 5
     assert job.phases[1].participants == job.hosts and job.phases[1].servers == 2
     rejects(lambda j: j["phases"].__setitem__(1, {"collective": "parameter_server", "bytes": "4MB"}),
             "jobs[0].phases", "needs the job's `servers`")

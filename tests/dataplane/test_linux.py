@@ -203,7 +203,7 @@ def kernel_cc(tmp_path):
     from mn_harness.cc.manager import CongestionControlManager, available_congestion_controls
     from mn_harness.cc.spec import CCSpec
 
-    ccm = CongestionControlManager(tmp_path / "cc", log=lambda *_: None)
+    ccm = CongestionControlManager(log=lambda *_: None)
     try:
         def prepare(cc: str) -> str:
             spec = CCSpec.from_dict(cc, "cc")

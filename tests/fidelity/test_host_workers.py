@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mn_harness.cpu_load import CoreTimes, CpuTimes, StatSample, read_stat
+from mn_harness.fidelity.cpu_load import CoreTimes, CpuTimes, StatSample, read_stat
 from mn_harness.fidelity.host import host_summary
 from mn_harness.fidelity.workers import compute_overshoots, workers_summary
 from mn_harness.results.schema import PhaseRow
@@ -26,14 +26,14 @@ def test_per_core_shares_and_the_share_of_intervals_with_every_core_saturated():
         (0.2, sample([(200, 50, 10, 20), (200, 0, 0, 10)], 2)),
     ]
     host = host_summary(reads)
-    assert host["intervals"] == 2
-    assert host["all_saturated_share"] == 0.5
-    c0, c1 = host["cores"]
-    assert c0["busy_mean"] == pytest.approx(0.75) and c0["softirq_mean"] == pytest.approx(0.1)
-    assert c0["steal_mean"] == pytest.approx(0.05) and c0["saturated_share"] == 0.5
-    assert c1["saturated_share"] == 1.0 and c1["softirq_mean"] == pytest.approx(0.05)
-    assert host["run_queue_mean"] == pytest.approx(8 / 3, abs=1e-4)
-    assert host["run_queue_over_cores_share"] == pytest.approx(1 / 3, abs=1e-4)
+    assert host.intervals == 2
+    assert host.all_saturated_share == 0.5
+    c0, c1 = host.cores
+    assert c0.busy_mean == pytest.approx(0.75) and c0.softirq_mean == pytest.approx(0.1)
+    assert c0.steal_mean == pytest.approx(0.05) and c0.saturated_share == 0.5
+    assert c1.saturated_share == 1.0 and c1.softirq_mean == pytest.approx(0.05)
+    assert host.run_queue_mean == pytest.approx(8 / 3, abs=1e-4)
+    assert host.run_queue_over_cores_share == pytest.approx(1 / 3, abs=1e-4)
 
 
 def test_this_kernels_stat_has_every_core_and_the_run_queue():
@@ -53,7 +53,7 @@ def test_overshoot_is_beyond_the_planned_and_jittered_duration():
             phase("compute", 0.205, 0.200, None, job="k")]
     assert compute_overshoots(rows) == pytest.approx([0.0015, 0.0, 0.005])
     summary = workers_summary(rows)
-    assert summary["compute_phases"] == 3 and summary["compute_overshoot_max_ms"] == pytest.approx(5.0)
-    assert summary["jobs"]["j"]["compute_overshoot_max_ms"] == pytest.approx(1.5)
-    assert summary["jobs"]["k"]["compute_phases"] == 1
-    assert workers_summary([])["compute_overshoot_p99_ms"] is None
+    assert summary.compute_phases == 3 and summary.compute_overshoot_max_ms == pytest.approx(5.0)
+    assert summary.jobs["j"].compute_overshoot_max_ms == pytest.approx(1.5)
+    assert summary.jobs["k"].compute_phases == 1
+    assert workers_summary([]).compute_overshoot_p99_ms is None

@@ -13,7 +13,7 @@ def test_ideal_time_of_inc_counts_s_once_and_ring_2_n_minus_1_over_n():
     plan = NetworkPlan(exp)
     for job in exp.jobs:
         expected = job.bytes_per_iteration if job.collective == "inc_allreduce" else \
-            2 * (job.n - 1) * -(-job.bytes_per_iteration // job.n)
+            2 * (job.n_workers - 1) * -(-job.bytes_per_iteration // job.n_workers)
         assert bytes_sent_per_worker(job) == expected
         ideal, rate = ideal_iteration_s(job, plan)
         assert ideal == pytest.approx(job.compute_s + expected * 8 / rate)

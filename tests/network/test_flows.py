@@ -9,7 +9,6 @@ from mn_harness.network.flows import (
     Flow,
     ecmp_hash_seed,
     job_flows,
-    ring_hops,
 )
 from mn_harness.network.plan import NetworkPlan
 from tests.helpers import TOPOLOGIES, small_demo
@@ -23,7 +22,6 @@ def test_one_flow_per_direction_of_each_connection_with_the_job_ports():
     assert flows[:2] == (Flow("job1", 0, "h1", "h3", BASE_PORT + 1, SOURCE_PORT_BASE + 1),
                          Flow("job1", 1, "h3", "h1", SOURCE_PORT_BASE + 1, BASE_PORT + 1))
     assert [(f.job, f.rank) for f in flows] == [("job1", 0), ("job1", 1), ("job2", 0), ("job2", 1)]
-    assert ring_hops(("a", "b", "c")) == [("a", "b"), ("b", "c"), ("c", "a")]
 
 
 def test_a_three_rank_ring_has_the_wrap_around_connection_from_the_highest_rank():

@@ -48,7 +48,7 @@ def test_ring_of_switches_routes_around_the_loop():
     plan = NetworkPlan(Experiment.from_dict(raw))
     path = [h.label for h in plan.path("a", "b")]
     assert path == ["a->s1", "s1->s2", "s2->s3", "s3->b"]  # tie s2/s4 broken by name
-    assert plan.job_bottleneck_bps(("a", "b")) == 10e6
+    assert plan.path_rate_bps("a", "b") == plan.path_rate_bps("b", "a") == 10e6
     route = next(r for r in plan.routes["s1"] if r.dst_host == "b")
     assert route.next_hop_node == "s2" and route.out.peer_node == "s2"
 

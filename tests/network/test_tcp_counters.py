@@ -40,9 +40,9 @@ def test_a_job_sums_its_workers_hosts():
 
 
 def test_timeouts_per_iteration_are_the_kernels_over_every_job_iteration():
-    summary = {"jobs": {"a": {"iterations": 20}, "b": {"iterations": 30}},
-               "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {"TcpExtTCPTimeouts": 6}}}}
-    assert tcp_counters.timeouts_per_iteration(summary) == 10 / 50
-    assert tcp_counters.timeouts_per_iteration({"jobs": summary["jobs"]}) is None  # a run from before
-    unread = {**summary, "tcp_counters": {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {}}}}
-    assert tcp_counters.timeouts_per_iteration(unread) is None  # b's hosts were not read: no count
+    counters = {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {"TcpExtTCPTimeouts": 6}}}
+    assert tcp_counters.timeouts_per_iteration(counters, [20, 30]) == 10 / 50
+    assert tcp_counters.timeouts_per_iteration(None, [20, 30]) is None  # a run from before
+    unread = {"jobs": {"a": {"TcpExtTCPTimeouts": 4}, "b": {}}}
+    assert tcp_counters.timeouts_per_iteration(unread, [20, 30]) is None  # b's hosts were not read: no count
+    assert tcp_counters.timeouts_per_iteration(counters, [None, 0]) is None  # no complete iteration

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from mn_harness.config import Experiment
-from mn_harness.dataplane.bmv2 import resolve_program
+from mn_harness.dataplane.bmv2_setup import resolve_program
 from mn_harness.p4.compile import compile_p4
 from mn_harness.runner import run_experiment
 from mn_harness.units import parse_bandwidth, parse_size
@@ -78,7 +78,7 @@ def test_demo_runs_on_bmv2_with_queue_series_and_marks(topologies, tmp_path):
     assert summary["status"] == "completed" and summary["dataplane"] == "bmv2"
     with open(results / "iterations.csv") as fh:
         keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in csv.DictReader(fh)}
-    assert keys == {(j.name, r, i) for j in exp.jobs for r in range(j.n) for i in range(j.iterations)}
+    assert keys == {(j.name, r, i) for j in exp.jobs for r in range(j.n_workers) for i in range(j.iterations)}
 
     assert set(rows[0]) >= {"t", "switch", "port", "depth", "marks", "bytes_job1", "bytes_job2"}
     times = sorted({float(r["t"]) for r in rows})

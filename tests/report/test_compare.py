@@ -38,7 +38,7 @@ def test_compare_aggregates_with_ci(tmp_path):
     assert conv.n == 0 and conv.mean is None
     assert rows[("reno", "link:s1-s2", "overlap_mean")].mean == pytest.approx(1.0)
 
-    md = write_compare(runs, tmp_path / "cmp")
+    md = write_compare(runs, tmp_path / "cmp").md
     text = md.read_text()
     assert "1200.0 ± 496.9 (n=3/3)" in text  # 4.303 * 0.2 / sqrt(3) = 0.4969 s
     assert "never-ran" in text
@@ -76,6 +76,30 @@ def test_convergence_is_the_fraction_converged_and_the_median_over_all_runs(tmp_
     never = [("y", rep, write_folder(tmp_path / f"y{rep}", offset_b=off)) for rep, off in enumerate((0.5, 0, 0))]
     conv_y = {(r.scope, r.metric): r for r in aggregate(never)}[("all", "convergence_iteration")]
     assert conv_y.median is None and conv_y.of == 3  # the median run never converged
-    text = write_compare(runs + never, tmp_path / "cmp", plots=False).read_text()
+    text = write_compare(runs + never, tmp_path / "cmp", plots=False).md.read_text()
     assert "0.0 (3/5 converged)" in text and "never (1/3 converged)" in text
     assert "60% [23–88] (n=5/5)" in text
+
+
+def test_the_faithful_share_and_faithful_only(tmp_path):
+    """Each run's fidelity verdict: `faithful` is the share of checked runs that were (Wilson
+    interval); only_faithful leaves the others out of every row and names them."""
+    def verdict(v):
+        return {"fidelity": {"verdict": v, "reason": None if v == "faithful" else "link s1->s2: ..."}}
+    runs = [("reno", i, write_folder(tmp_path / f"r{i}", compute=0.6 + 0.1 * i, extra=verdict(v)))
+            for i, v in enumerate(("faithful", "unfaithful", "faithful", "unchecked"))]
+    runs.append(("reno", 4, write_folder(tmp_path / "old", compute=1.0)))  # from before the checks
+    every = write_compare(runs, tmp_path / "all", plots=False)
+    rows = {(r.scope, r.metric): r for r in every.rows}
+    share = rows[("all", "faithful")]
+    assert (share.n, share.runs, share.mean) == (3, 5, pytest.approx(2 / 3))
+    assert share.interval is not None and share.interval[0] < 2 / 3 < share.interval[1]
+    assert rows[("A", "mean_iter_s")].n == 5 and every.left_out == []
+    kept = write_compare(runs, tmp_path / "kept", plots=False, only_faithful=True)
+    rows = {(r.scope, r.metric): r for r in kept.rows}
+    assert rows[("A", "mean_iter_s")].n == 2
+    assert rows[("A", "mean_iter_s")].mean == pytest.approx((1.0 + 1.2) / 2)
+    assert len(kept.left_out) == 3 and "reno #1 (r1): unfaithful" in kept.left_out
+    assert "reno #4 (old): not checked" in kept.left_out
+    text = kept.md.read_text()
+    assert "Faithful runs only: 3 run(s) left out" in text and "- reno #3 (r3): unchecked" in text

@@ -93,15 +93,42 @@ def test_report_shows_the_cassini_prediction_next_to_the_measurement(tmp_path):
 
 def test_phase_table_lists_phases_of_jobs_beyond_the_short_form():
     from mn_harness.report.markdown import phase_rows
+    from mn_harness.results.loaders import parse_summary
 
-    summary = {"jobs": {
+    summary = parse_summary({"jobs": {
         "plain": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.3},
                                   {"name": "ring_allreduce", "kind": "comm", "collective": "ring_allreduce",
                                    "mean_s": 0.2, "busbw_Bps": 1e8}]},
         "fsdp": {"phase_stats": [{"name": "compute", "kind": "compute", "collective": None, "mean_s": 0.1,
                                   "mean_delay_s": 0.004},
                                  {"name": "all_gather", "kind": "comm", "collective": "all_gather",
-                                  "mean_s": 0.05, "busbw_Bps": 1.125e8}]}}}
+                                  "mean_s": 0.05, "busbw_Bps": 1.125e8}]}}})
     rows = phase_rows(summary)
     assert rows == [["fsdp", "compute", "compute", "-", "100.0", "-", "4.0"],
                     ["fsdp", "all_gather", "comm", "all_gather", "50.0", "0.900", "-"]]
+
+
+def test_report_shows_the_fidelity_verdict_and_the_judged_links(tmp_path):
+    fidelity = {
+        "verdict": "unfaithful", "reason": "link s1->s2: 54.6% of 142507 backlogged gaps within ±10%",
+        "violations": [{"invariant": "link", "where": "s1->s2", "measured": 0.546, "threshold": 0.9,
+                        "text": "link s1->s2: 54.6% ..."},
+                       {"invariant": "host", "where": "all cores", "measured": 0.2, "threshold": 0.05,
+                        "text": "host: every core saturated in 20.0% of the intervals (at most 5%)"}],
+        "thresholds": {"link_within": 0.9, "link_tolerance": 0.1, "link_min_gaps": 500},
+        "links": {"s1->s2": {"kind": "qdisc", "gaps": 142507, "within_share": 0.546, "late_share": 0.228,
+                             "early_share": 0.226, "p99_excess_us": 61.4, "rate_ratio": 0.9944},
+                  "s1->h1": {"kind": "qdisc", "gaps": 0, "within_share": None}},
+        "link_monitor": "on",
+        "host": {"all_saturated_share": 0.2, "steal_mean": 0.0, "softirq_mean": 0.13, "run_queue_mean": 4.2},
+        "workers": {"compute_phases": 80, "compute_overshoot_p99_ms": 2.15, "compute_overshoot_max_ms": 2.7}}
+    folder = write_folder(tmp_path / "run", extra={"fidelity": fidelity})
+    text = write_report(folder, plots=False).read_text()
+    section = text.split("## Fidelity", 1)[1]
+    assert section.lstrip().startswith("**unfaithful**: link s1->s2: 54.6% of 142507")
+    assert "- host: every core saturated in 20.0%" in section
+    assert "| s1->s2 | 142507 | 54.6% | 22.8% | 22.6% | 61.4 | 0.994 |" in section
+    assert "s1->h1" not in section.split("Host:")[0]  # no gap judged there: not in the table
+    assert "Workers: compute phases overslept by 2.15 ms at the p99" in section
+    old = write_report(write_folder(tmp_path / "old"), plots=False).read_text()
+    assert "## Fidelity\n\nNot recorded" in old

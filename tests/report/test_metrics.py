@@ -13,8 +13,7 @@ from mn_harness.report.metrics import (
     union_intervals,
 )
 from mn_harness.results.iterations import count_missing_rows, job_iterations
-from mn_harness.results.loaders import JobInfo, Summary
-from mn_harness.results.schema import IterationRow, ThroughputRow
+from mn_harness.results.schema import IterationRow, JobSummary, RunSummary, ThroughputRow
 from mn_harness.results.stats import percentile
 
 
@@ -23,15 +22,14 @@ def row(job, rank, it, t_start, c0, c1, nbytes=1000):
 
 
 def summary(jobs, link_jobs, ideal=None, iterations=None, cc=None):
-    return Summary(
+    return RunSummary(
         experiment="t",
         cc=cc or {},
         jobs={
-            name: JobInfo(name, [f"h{r}" for r in range(n)], iterations, None, None, ideal, None)
+            name: JobSummary(hosts=[f"h{r}" for r in range(n)], iterations=iterations, ideal_iter_s=ideal)
             for name, n in jobs.items()
         },
         link_jobs=link_jobs,
-        raw={},
     )
 
 
@@ -235,7 +233,8 @@ def test_straggler_iteration():
 
 
 def test_isolated_baseline_preferred():
-    s = Summary("t", {}, {"A": JobInfo("A", ["h0"], 2, None, None, 0.8, None, 0.9)}, {}, {})
+    s = RunSummary(experiment="t", jobs={"A": JobSummary(hosts=["h0"], iterations=2, ideal_iter_s=0.8,
+                                                         isolated_iter_s=0.9)})
     m = compute_metrics(s, periodic("A", 2))
     assert m.jobs["A"].baseline == "isolated"
     assert m.jobs["A"].slowdown_mean == pytest.approx(1.0 / 0.9)
@@ -347,7 +346,7 @@ def test_no_throughput_no_jain():
 
 def test_missing_rows_counted_against_planned_iterations():
     # the runner's "iterations" is the complete count (2); "iterations_planned" is 5
-    info = JobInfo("A", ["h0", "h1"], 2, None, None, None, None, iterations_planned=5)
+    info = JobSummary(hosts=["h0", "h1"], iterations=2, iterations_planned=5)
     rows = [r for r in periodic("A", 4, ranks=2) if not (r.rank == 1 and r.iteration >= 2)]
-    m = compute_metrics(Summary("t", {}, {"A": info}, {}, {}), rows)
+    m = compute_metrics(RunSummary(experiment="t", jobs={"A": info}), rows)
     assert m.jobs["A"].missing_rows == 5 * 2 - 6

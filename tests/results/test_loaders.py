@@ -25,7 +25,7 @@ def test_load_run_optional_files(tmp_path):
     run = load_run(root)
     assert run.queue is None and run.throughput == []
     assert len(run.iterations) == 4 * 3
-    assert run.summary.jobs["A"].workers == ["h1", "h2"]
+    assert run.summary.jobs["A"].hosts == ["h1", "h2"]  # the key of summaries before version 2: workers
     assert run.job_order() == ["A", "B"]
 
 

@@ -11,7 +11,7 @@ from mn_harness.config import load_experiment
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.report.metrics import compute_metrics
 from mn_harness.results.loaders import load_run
-from mn_harness.results.schema import ITERATION_COLUMNS, THROUGHPUT_COLUMNS
+from mn_harness.results.schema import ITERATION_COLUMNS, THROUGHPUT_COLUMNS, RunFacts
 from mn_harness.results.summary import write_run_results
 from tests.helpers import TOPOLOGIES
 
@@ -46,17 +46,17 @@ def test_summary_iteration_time_is_the_slowest_rank_and_rows_are_counted(tmp_pat
         ("job2", 1): [line("job2", 1, 0, 0.02, 0.3, 0.45)],
     }, tail={("job2", 1): '{"job": "job2", "rank": 1, "itera'})  # a line cut by a kill
     summary = write_run_results(exp, plan, tmp_path, {"job1": "cubic", "job2": "cubic"},
-                                {"status": "interrupted"})
-    j1, j2 = summary["jobs"]["job1"], summary["jobs"]["job2"]
-    assert j1["iterations"] == 3 and j1["missing_rows"] == 0
-    assert j1["mean_iter_s"] == pytest.approx(0.9) and j1["p99_iter_s"] == pytest.approx(0.9)
+                                RunFacts(status="interrupted"))
+    j1, j2 = summary.jobs["job1"], summary.jobs["job2"]
+    assert j1.iterations == 3 and j1.missing_rows == 0
+    assert j1.mean_iter_s == pytest.approx(0.9) and j1.p99_iter_s == pytest.approx(0.9)
     ideal = 0.3 + 25e6 * 8 / 1e9  # 2(n-1)/n * S = S for n = 2
-    assert j1["ideal_iter_s"] == pytest.approx(ideal)
-    assert j1["slowdown_mean"] == pytest.approx(0.9 / ideal)
+    assert j1.ideal_iter_s == pytest.approx(ideal)
+    assert j1.slowdown_mean == pytest.approx(0.9 / ideal)
     # the duplicate row does not hide the 4 missing ones (iterations 1 and 2 of both ranks)
-    assert j2["iterations"] == 1 and j2["missing_rows"] == 4
-    assert j2["mean_iter_s"] == pytest.approx(0.75)
-    assert summary["status"] == "interrupted" and summary["link_jobs"]["s1->s2"] == ["job1", "job2"]
+    assert j2.iterations == 1 and j2.missing_rows == 4
+    assert j2.mean_iter_s == pytest.approx(0.75)
+    assert summary.status == "interrupted" and summary.link_jobs["s1->s2"] == ["job1", "job2"]
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["jobs"]["job2"]["missing_rows"] == 4
     with open(tmp_path / "iterations.csv") as f:
@@ -72,10 +72,10 @@ def test_summary_iteration_time_is_the_slowest_rank_and_rows_are_counted(tmp_pat
 def test_no_complete_iteration_gives_null_statistics(tmp_path):
     exp = experiment()
     write_raw(tmp_path / "raw", {("job1", 0): [line("job1", 0, 0, 0.0, 0.3, 0.5)]})
-    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, {"status": "failed: x"})
-    j1 = summary["jobs"]["job1"]
-    assert j1["iterations"] == 0 and j1["missing_rows"] == 5
-    assert j1["mean_iter_s"] is None and j1["slowdown_mean"] is None
+    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, RunFacts(status="failed: x"))
+    j1 = summary.jobs["job1"]
+    assert j1.iterations == 0 and j1.missing_rows == 5
+    assert j1.mean_iter_s is None and j1.slowdown_mean is None
     json.loads((tmp_path / "summary.json").read_text())  # strict JSON: no NaN
 
 
@@ -88,14 +88,14 @@ def test_report_and_summary_agree(tmp_path):
         ("job2", 0): [line("job2", 0, i, 0.02 + i, 0.3, 0.4) for i in range(3)],
         ("job2", 1): [line("job2", 1, i, 0.02 + i, 0.3, 0.42) for i in range(3)],
     })
-    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, {"status": "completed"})
+    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, RunFacts(status="completed"))
     run = load_run(tmp_path)
     metrics = compute_metrics(run.summary, run.iterations, run.throughput)
     for job in ("job1", "job2"):
-        s, m = summary["jobs"][job], metrics.jobs[job]
-        assert (m.n_iterations, m.missing_rows) == (s["iterations"], s["missing_rows"])
+        s, m = summary.jobs[job], metrics.jobs[job]
+        assert (m.n_iterations, m.missing_rows) == (s.iterations, s.missing_rows)
         for key in ("mean_iter_s", "p50_iter_s", "p99_iter_s", "slowdown_mean", "slowdown_p99"):
-            assert getattr(m, key) == pytest.approx(s[key]), (job, key)
+            assert getattr(m, key) == pytest.approx(getattr(s, key)), (job, key)
 
 
 def test_warmup_iterations_are_left_out_and_shown_on_their_own(tmp_path):
@@ -106,11 +106,11 @@ def test_warmup_iterations_are_left_out_and_shown_on_their_own(tmp_path):
     write_raw(tmp_path / "raw", {(job, rank): [line(job, rank, i, sum(times[:i]), 0.3, t - 0.3)
                                                for i, t in enumerate(times)]
                                  for job in ("job1", "job2") for rank in (0, 1)})
-    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, {"status": "completed"})
-    j1 = summary["jobs"]["job1"]
-    assert j1["warmup"] == 2 and j1["iterations"] == 5
-    assert j1["mean_iter_s"] == pytest.approx(0.7) and j1["p99_iter_s"] == pytest.approx(0.798)
-    assert j1["warmup_mean_iter_s"] == pytest.approx(1.75)
+    summary = write_run_results(exp, NetworkPlan(exp), tmp_path, {}, RunFacts(status="completed"))
+    j1 = summary.jobs["job1"]
+    assert j1.warmup == 2 and j1.iterations == 5
+    assert j1.mean_iter_s == pytest.approx(0.7) and j1.p99_iter_s == pytest.approx(0.798)
+    assert j1.warmup_mean_iter_s == pytest.approx(1.75)
     run = load_run(tmp_path)
     m = compute_metrics(run.summary, run.iterations, run.throughput).jobs["job1"]
     assert m.mean_iter_s == pytest.approx(0.7) and m.warmup_iterations == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 
@@ -18,6 +19,7 @@ from mn_harness import collectives
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.collective import CommStream, post, runner, segments
 from mn_harness.worker.pipeline import run_pass
+from mn_harness.worker.program_ops import PipelineOp
 from mn_harness.worker.transport import Transport, TransportError, Tunables
 
 CC = "reno"  # allowed for unprivileged sockets on every kernel
@@ -66,7 +68,7 @@ def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeou
     return results, acked
 
 
-CASES = [(name, n) for name in collectives.SCHEDULED if name != "pipeline" for n in (2, 3, 4)]
+CASES = [(name, n) for name in collectives.names(engine=collectives.SYNTHETIC, pipeline_pass=False) for n in (2, 3, 4)]
 
 
 @pytest.mark.parametrize("window,recv_ready", [(0, False), (2, False), (2, True), (0, True)])
@@ -104,8 +106,8 @@ def test_collective_moves_exactly_its_schedules_bytes(name, n, window, recv_read
 
 def test_pipeline_pass_moves_activations_and_gradients():
     p, m = 3, 4
-    op = {"op": "pipeline", "id": 1, "ranks": [0, 1, 2], "bytes": 30_000, "grad_bytes": 20_000,
-          "micro_batches": m, "forward_s": 0.001, "backward_s": 0.002}
+    op = PipelineOp("pipeline", 0, 1, "pipeline", 30_000, (0, 1, 2), micro_batches=m, forward_s=0.001,
+                    backward_s=0.002, grad_bytes=20_000)
     sent, acked = ranks_run(p, lambda r, t: run_pass(t, op, r, 0), peers=lambda r: {r - 1, r + 1} & {0, 1, 2})
     sched = collectives.schedule("pipeline", 30_000, p, micro_batches=m, grad_bytes=20_000)
     assert [sent[r] for r in range(p)] == sched.bytes_sent_per_rank()
@@ -214,3 +216,46 @@ def test_a_fixed_source_port_serves_every_connection_a_rank_dials():
     for rank, peers in ends.items():
         for peer, (local, remote) in peers.items():
             assert (local, remote) == ((src, port) if rank > peer else (port, src)), (rank, peer)
+
+
+def test_every_send_records_how_long_it_waited_once_it_could_go():
+    """The workers' invariant: a lag per send, from the latest of its posting, its received
+    dependency and its READY to its writing; a send held back on purpose (here: behind a
+    sleeping peer) does not count as lag."""
+    sched = collectives.schedule("ring_allreduce", 200_000, 2)
+
+    def body(rank, transport):
+        if rank == 1:
+            time.sleep(0.3)  # rank 0's handshake sends wait for rank 1's READYs meanwhile
+        ops, _ = post(transport, sched, rank, [0, 1], 0, 7)
+        for op in ops:
+            op.wait()
+        return transport.take_lags(), transport.take_lags()
+
+    tunables = Tunables(segment_bytes=16 * 1024)
+    got, _ = ranks_run(2, body, tunables)
+    segments_sent = -(-sched.sent_by(0) // tunables.segment_bytes)
+    for rank in (0, 1):
+        lags, again = got[rank]
+        assert len(lags) >= segments_sent and again == []
+        assert all(0 <= lag < 0.25 for lag in lags), max(lags)  # the 0.3 s wait for READY is not lag
+
+
+def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag():
+    """A NIC serializes too: segments posted at once leave one after another, and the time a
+    segment waits for the segments before it on the same connection to be written (here held
+    up by a peer that reads nothing for 0.3 s, so the socket buffers fill) is the link's, not a
+    busy host's."""
+    sched = collectives.schedule("ring_allreduce", 64 * 1024 * 1024, 2)
+
+    def body(rank, transport):
+        if rank == 1:
+            time.sleep(0.3)
+        ops, _ = post(transport, sched, rank, [0, 1], 0, 7)
+        for op in ops:
+            op.wait()
+        return transport.take_lags()
+
+    tunables = Tunables(segment_bytes=1024 * 1024, window=0, recv_ready=False)
+    got, _ = ranks_run(2, body, tunables)
+    assert all(0 <= lag < 0.25 for lag in got[0]), max(got[0])

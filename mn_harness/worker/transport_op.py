@@ -7,25 +7,28 @@ Standard library only: this runs inside each emulated host."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 TAG_BYTES = 16  # the tag at the start of every operation's bytes (mn_harness/worker/collective.py)
-_CALLBACKS = threading.Lock()  # guards every Op's done flag against its callbacks
+_CALLBACKS = threading.Lock()  # guards every TransportOp's done flag against its callbacks
 
 
-class Op:
+class TransportOp:
     """One posted send or receive; `done` is set when it finished (or failed). A `handshake`
     send waits for the peer's READY (Tunables.recv_ready)."""
 
-    __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "_callbacks")
+    __slots__ = ("nbytes", "tag", "after", "handshake", "done", "error", "posted_at", "done_at", "_callbacks")
 
-    def __init__(self, nbytes: int, tag: bytes, after: Iterable[Op] = (), handshake: bool = False):
+    def __init__(self, nbytes: int, tag: bytes, after: Iterable[TransportOp] = (), handshake: bool = False):
         self.nbytes = nbytes
         self.tag = tag[:TAG_BYTES]
         self.after = tuple(after)
         self.handshake = handshake
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.posted_at = time.monotonic()
+        self.done_at = 0.0  # when it finished (CLOCK_MONOTONIC)
         self._callbacks: list[Callable[[], None]] = []
 
     def on_done(self, fn: Callable[[], None]) -> bool:
@@ -40,6 +43,7 @@ class Op:
     def finish(self, error: BaseException | None) -> None:
         with _CALLBACKS:
             self.error = error
+            self.done_at = time.monotonic()
             self.done.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
@@ -52,7 +56,7 @@ class Op:
             raise self.error
 
 
-def when_all(ops: Iterable[Op], fn: Callable[[], None]) -> None:
+def when_all(ops: Iterable[TransportOp], fn: Callable[[], None]) -> None:
     """Call fn() once every op in ops has finished (at once if they all have)."""
     ops = list(ops)
     left = [len(ops) + 1]

@@ -1,5 +1,5 @@
-"""The link invariant on a BMv2 port: while its data queue holds packets, it sends at its
-configured rate.
+"""The link invariant on a BMv2 port, judged by mn_harness.fidelity: while its data queue holds
+packets, it sends at its configured rate.
 
 BMv2 forwards in user space, so the kernel program of link.py cannot see its queues. What its
 P4 program counts per port and sampling interval (mn_harness/p4/telemetry.py: packets sent, and
@@ -40,12 +40,9 @@ class PortRate:
             return None
         return sum(abs(r - 1.0) <= tolerance for r in self.ratios) / len(self.ratios)
 
-    def entry(self, tolerance: float) -> dict:
-        """summary.json fidelity.links[<link>] for a BMv2 port."""
-        share = self.within_share(tolerance)
-        return {"kind": "bmv2 port", "intervals": len(self.ratios),
-                "within_share": None if share is None else round(share, 4),
-                "rate_ratio": round(self.sent / self.expected, 4) if self.expected else None}
+    @property
+    def rate_ratio(self) -> float | None:
+        return self.sent / self.expected if self.expected else None
 
 
 @dataclass

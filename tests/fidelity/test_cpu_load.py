@@ -1,4 +1,4 @@
-"""The machine's CPU load while the jobs run (mn_harness.cpu_load): /proc/stat arithmetic on
+"""The machine's CPU load while the jobs run (mn_harness.fidelity.cpu_load): /proc/stat arithmetic on
 hand-made counters, the real file of this kernel, and the thread."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mn_harness import cpu_load
+from mn_harness.fidelity import cpu_load
 from mn_harness.results.schema import CPU_COLUMNS, CPU_CSV
 
 
