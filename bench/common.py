@@ -80,6 +80,10 @@ class ChunkedLock:
                 self.release()
                 time.sleep(self.gap_s)
 
+    @property
+    def held(self) -> bool:
+        return self._fh is not None
+
     def release(self) -> None:
         if self._fh is not None:
             fcntl.flock(self._fh, fcntl.LOCK_UN)

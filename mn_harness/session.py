@@ -39,6 +39,7 @@ from mn_harness.capture import CAPTURE_MARKER, PacketCapture, check_tcpdump, par
 from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
+from mn_harness.config.emulation import record as emulation_record
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
 from mn_harness.fidelity.run import RunFidelity
@@ -104,7 +105,8 @@ class Session:
         self.status = "failed"
         # what summary.json says the run observed besides the workers' rows (results.schema)
         self.facts = RunFacts(dataplane=self.dataplane.name,
-                              slow_start_after_idle=self.experiment.run.slow_start_after_idle)
+                              slow_start_after_idle=self.experiment.run.slow_start_after_idle,
+                              emulation=emulation_record(self.experiment.run))
         self.link_changes: list[LinkChange] = []
         self.killed: list[str] = []
         self._iterations = IterationWatcher(self.on_iteration)
@@ -245,8 +247,10 @@ class Session:
                                  for name, map_id, bpftool in self.ccm.registered()))
         self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
         self.host_cc.allow(self.cc_names)
+        changed = exp.run.emulation.changed()
         self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
-                 f"{len(exp.links)} links ({self.dataplane.name} data plane)")
+                 f"{len(exp.links)} links ({self.dataplane.name} data plane)"
+                 + (f"; emulation: {', '.join(f'{k} {v}' for k, v in changed.items())}" if changed else ""))
         self.network.build()
         self._record_processes()
         # with ECMP, the data plane's per-flow choices: what jobs, results and hooks see from now on
@@ -315,8 +319,10 @@ class Session:
                 self.log.append_file(f"worker {w.job} rank {w.rank} on {w.host}: stderr", w.stderr_path)
         self._note(**self.dataplane.stop_telemetry())
         self.fidelity.switch_ports_from(self.dataplane.switch_port_rates())
-        if self.net is not None:
-            self._note(link_stats=_best_effort(lambda: self.dataplane.link_stats(self.net, self.plan)))
+        if self.network is not None and self.net is not None:
+            network, net = self.network, self.net
+            self._note(link_stats=_best_effort(lambda: {**self.dataplane.link_stats(net, self.plan),
+                                                        **network.host_link_stats()}))
 
     def _stop_monitors(self) -> None:
         if (load := self.fidelity.stop(self.results_dir, self.t0 or 0.0)) is not None:

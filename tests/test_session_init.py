@@ -9,6 +9,7 @@ import pytest
 
 from mn_harness import session as session_module
 from mn_harness.config import Experiment
+from mn_harness.config.emulation import record
 from mn_harness.results.schema import RunFacts
 from mn_harness.session import Session
 from tests.helpers import small_demo
@@ -34,7 +35,9 @@ def test_a_new_session_knows_its_data_plane_and_creates_nothing(tmp_path):
     exp = Experiment.from_dict(small_demo(), "x")
     s = Session(exp, tmp_path, log=None)
     assert s.dataplane.name == "linux" and s.experiment.run.dataplane == "linux"
-    assert s.facts == RunFacts(dataplane="linux", slow_start_after_idle=exp.run.slow_start_after_idle)
+    assert s.facts == RunFacts(dataplane="linux", slow_start_after_idle=exp.run.slow_start_after_idle,
+                               emulation=record(exp.run))
+    assert s.facts.emulation is not None and s.facts.emulation["switches"] == exp.run.emulation.switches
     assert s.results_dir is None and s.network is None and list(tmp_path.iterdir()) == []
     with pytest.raises(AssertionError, match="not up"):
         s.state  # noqa: B018 - the property asserts

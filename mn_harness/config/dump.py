@@ -192,7 +192,7 @@ def job_to_raw(job: JobConfig) -> dict:
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
                   "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity",
-                  "shifts"})
+                  "shifts", "emulation"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -206,6 +206,7 @@ def run_to_raw(run: RunConfig) -> dict:
         else list(run.queue_telemetry),
         "warmup": run.warmup,
         "fidelity": run.fidelity.to_yaml(),
+        "emulation": run.emulation.to_yaml(),
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)

@@ -199,6 +199,7 @@ class Experiment:
         experiment._check_interface_names()
         queue_telemetry_directions(experiment)  # the links it names exist
         experiment._check_inc_jobs()
+        experiment._check_emulation()
         experiment.check_dataplane_limits(experiment.run.dataplane)
         return experiment
 
@@ -215,11 +216,27 @@ class Experiment:
                                   f"interface {name!r} is longer than {MAX_INTERFACE_NAME} characters "
                                   "(use a shorter name or fewer links)")
 
+    def _check_emulation(self) -> None:
+        """Bridges (run.emulation.switches) forward on one spanning tree without STP: a loop
+        would flood for ever, and a bridge has no equal-cost paths to hash over."""
+        if self.run.emulation.switches != "bridge":
+            return
+        if self.routing == "ecmp":
+            raise ConfigError("run.emulation.switches", "bridge: routing ecmp needs routers (a bridge "
+                              "forwards on one path)")
+        nodes = len(self.hosts) + len(self.switches)
+        if len(self.links) > nodes - 1:
+            raise ConfigError("run.emulation.switches", f"bridge: the topology has a loop ({len(self.links)} "
+                              f"links between {nodes} nodes); bridges need a tree (routers take loops)")
+
     def check_dataplane_limits(self, dataplane: str) -> None:
         """The P4 programs' limits (mn_harness.p4.limits), for the bmv2 data plane: ports per
         switch, jobs told apart. `auto` is checked again once it has picked bmv2."""
         if dataplane != "bmv2":
             return
+        if self.run.emulation.switches != "router":
+            raise ConfigError("run.emulation.switches", f"{self.run.emulation.switches}: only on the linux "
+                              "data plane (BMv2 switches are P4 programs)")
         ports: dict[str, int] = {}
         for link in self.links:
             for end in (link.a, link.b):

@@ -16,6 +16,7 @@ from typing import Any
 from mn_harness import collectives
 from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold, parse_ecn_threshold, parse_queue_telemetry, parse_tcp_ecn
+from mn_harness.config.emulation import Emulation
 from mn_harness.config.fidelity import FidelityThresholds
 from mn_harness.config.forms import DEFAULT_COLLECTIVE, FORMS, parse_iteration
 from mn_harness.config.forms import KEYS as FORM_KEYS
@@ -361,11 +362,13 @@ class RunConfig:
     warmup: int = DEFAULT_WARMUP  # first iterations of each job left out of the statistics
     fidelity: FidelityThresholds = FidelityThresholds()  # the emulation's checks (config/fidelity.py)
     shifts: ShiftSchedule = ShiftSchedule()  # CASSINI's time shifts as a baseline (config/shifts.py)
+    emulation: Emulation = Emulation()  # the emulator's own choices (config/emulation.py)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity", "shifts"}
+                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity",
+                   "shifts", "emulation"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -401,6 +404,7 @@ class RunConfig:
             warmup=warmup,
             fidelity=FidelityThresholds.from_dict(raw.get("fidelity", True), f"{path}.fidelity"),
             shifts=ShiftSchedule.from_dict(raw.get("shifts"), f"{path}.shifts"),
+            emulation=Emulation.from_dict(raw.get("emulation", {}), f"{path}.emulation"),
         )
 
 

@@ -59,10 +59,17 @@ def select_dataplane(requested: str, log=print, experiment: Experiment | None = 
     """`linux`, `bmv2`, or `auto`: the Linux routers, unless the experiment needs a P4 program;
     then BMv2, if it is installed and can carry the experiment's links at their rate here
     (BMV2_FAITHFUL_LINK_BPS), else one line saying why not."""
-    from mn_harness.dataplane.linux import LinuxDataplane
+    def linux() -> Dataplane:  # routers, or the bridges of run.emulation.switches
+        if experiment is not None and experiment.run.emulation.switches == "bridge":
+            from mn_harness.dataplane.bridge import LinuxBridgeDataplane
+
+            return LinuxBridgeDataplane(log=log)
+        from mn_harness.dataplane.linux import LinuxDataplane
+
+        return LinuxDataplane(log=log)
 
     if requested == "linux":
-        return LinuxDataplane(log=log)
+        return linux()
     reason = bmv2_unavailable_reason()
     if requested == "bmv2":
         if reason:
@@ -72,7 +79,7 @@ def select_dataplane(requested: str, log=print, experiment: Experiment | None = 
     if wanted is None:
         log("data plane: auto -> linux" + (" (BMv2 is installed; auto picks it only for an experiment "
                                            "that needs a P4 program)" if reason is None else ""))
-        return LinuxDataplane(log=log)
+        return linux()
     if reason:
         raise DataplaneError(f"run.dataplane: auto: {wanted} needs the bmv2 data plane, which is "
                              f"unavailable: {reason}")

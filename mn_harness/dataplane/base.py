@@ -57,6 +57,11 @@ class Dataplane(ABC):
         """True when hosts need static ARP entries for their gateway (switch answers no ARP)."""
         return False
 
+    def host_routes(self, intf: Interface) -> list[list[str]]:
+        """The routes a host gets on its one interface: by default everything via its switch end
+        (a router); nothing on that path leads outside the emulated network."""
+        return [["ip", "route", "replace", "default", "via", intf.peer_ip, "dev", intf.name]]
+
     def host_gso_max_segs(self, configured: int) -> int:
         """GSO cap for host interfaces; a software switch that forwards frames one by one
         (BMv2) needs MTU-sized frames, i.e. 1."""

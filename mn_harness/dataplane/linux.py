@@ -59,13 +59,13 @@ from mn_harness.network.shaping import (
     HTB_CLASS,
     LEAF_HANDLE,
     egress_commands,
-    fifo_limit_bytes,
-    htb_burst_bytes,
+    port_shape,
     queue_stats,
     rate_change_commands,
     red_leaf_argv,
     shape_egress,
 )
+from mn_harness.p4.limits import FRAME_BYTES
 from mn_harness.state import EgressProgramGone, Undo
 
 # fib_multipath_hash_fields bits (include/net/ip_fib.h): src ip, dst ip, ip proto, src port, dst port
@@ -123,11 +123,12 @@ def parse_route_get(output: str) -> str | None:
 
 def router_commands(plan: NetworkPlan, router: str) -> list[list[str]]:
     """Every command the Linux data plane runs in `router`'s namespace, in order (after the
-    node's own sysctls): addresses, egress shaping, routes."""
+    node's own sysctls): addresses, egress shaping (of the ports run.emulation shapes), routes."""
     out: list[list[str]] = []
     for intf in plan.interfaces[router]:
         out += address_commands(intf)
-        out += egress_commands(intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s)
+        if (shape := port_shape(plan, intf)) is not None:
+            out += egress_commands(intf.name, shape)
     return out + route_commands(plan, router)
 
 
@@ -135,15 +136,17 @@ NO_LIMIT_BYTES = 2**32 - 1
 
 
 def egress_config(plan: NetworkPlan, intf: Interface, tracker: str, compare: bool = False) -> EgressConfig:
-    """The program one port gets: its threshold (hosts: none), its FIFO limit, its HTB. A link
-    with `delay` has netem as its leaf, which limits packets, not bytes, and also holds the
-    packets it delays: there drops are not predicted (NO_LIMIT_BYTES) and the depth includes
-    the delay line (docs/ecn.md)."""
-    link = intf.link
-    limit = NO_LIMIT_BYTES if link.delay_s > 0 else fifo_limit_bytes(link.queue_packets)
+    """The program one (shaped) port gets: its threshold (hosts: none), its FIFO limit, its HTB.
+    A FIFO that counts packets (netem, with a link's `delay`, which also holds the packets it
+    delays; a pfifo, run.emulation.queue_limit) gets no byte limit: there drops are not
+    predicted (NO_LIMIT_BYTES) and with netem the depth includes the delay line (docs/ecn.md).
+    tc's own burst (auto) is about one frame."""
+    shape = port_shape(plan, intf)
+    assert shape is not None, f"{intf.name} is not shaped"
+    limit = shape.limit_bytes
     return EgressConfig(mark_bytes=port_threshold(plan, intf).threshold_bytes(),
-                        limit_bytes=limit, rate_bps=link.bw_bps,
-                        burst_bytes=htb_burst_bytes(link.bw_bps),
+                        limit_bytes=NO_LIMIT_BYTES if limit is None else limit, rate_bps=shape.bw_bps,
+                        burst_bytes=shape.burst.bytes_at(shape.bw_bps) or FRAME_BYTES,
                         jobs=len(plan.experiment.jobs) + 1, tracker=tracker, compare=compare)
 
 
@@ -182,28 +185,34 @@ class LinuxDataplane(Dataplane):
         self.plan = plan
         for name, node in self.routers.items():
             node.config()
-            for key, value in ecmp_sysctls(plan).items():
-                try:
-                    run_in(node.pid, ["sysctl", "-q", "-w", f"{key}={value}"])
-                except NetworkError as exc:
-                    if key.endswith("hash_seed"):  # Linux < 6.11: a key drawn at boot instead
-                        self.seed_applied = False
-                        continue
-                    raise DataplaneError(f"routing: ecmp needs {key} (hash policy 3, Linux >= "
-                                         f"5.12): {exc}") from None
+            self._configure_forwarding(node, name, plan)
             for intf in plan.interfaces[name]:
-                for argv in address_commands(intf):
-                    run_in(node.pid, argv)
-                shape_egress(node.pid, intf.name, intf.link.bw_bps, intf.link.queue_packets,
-                             intf.link.delay_s, where=f"link {intf.link.name}")
-            for argv in route_commands(plan, name):
-                run_in(node.pid, argv)
+                if (shape := port_shape(plan, intf)) is not None:
+                    shape_egress(node.pid, intf.name, shape, where=f"link {intf.link.name}")
         self._set_up_egress(net, plan)
+
+    def _configure_forwarding(self, node: Node, name: str, plan: NetworkPlan) -> None:
+        """A router: the multipath hash (ECMP), each port's own address, the plan's routes."""
+        for key, value in ecmp_sysctls(plan).items():
+            try:
+                run_in(node.pid, ["sysctl", "-q", "-w", f"{key}={value}"])
+            except NetworkError as exc:
+                if key.endswith("hash_seed"):  # Linux < 6.11: a key drawn at boot instead
+                    self.seed_applied = False
+                    continue
+                raise DataplaneError(f"routing: ecmp needs {key} (hash policy 3, Linux >= "
+                                     f"5.12): {exc}") from None
+        for intf in plan.interfaces[name]:
+            for argv in address_commands(intf):
+                run_in(node.pid, argv)
+        for argv in route_commands(plan, name):
+            run_in(node.pid, argv)
 
     # -- ECN marking and the egress programs -------------------------------------------------
     def _set_up_egress(self, net: Mininet, plan: NetworkPlan) -> None:
-        marking = [i for i in switch_ports(plan) if not port_threshold(plan, i).off]
-        watched = monitored_interfaces(plan)
+        # an unshaped port (run.emulation.access_links) has no queue to mark at or to sample
+        marking = [i for i in switch_ports(plan) if not port_threshold(plan, i).off and port_shape(plan, i)]
+        watched = [i for i in monitored_interfaces(plan) if port_shape(plan, i) is not None]
         wanted = list({(i.node, i.name): i for i in marking + watched}.values())
         if not wanted:
             self.support = Support("off")
@@ -316,7 +325,10 @@ class LinuxDataplane(Dataplane):
         return out
 
     def set_egress_rate(self, node: Node, intf: Interface, bw_bps: float) -> None:
-        for argv in rate_change_commands(intf.name, bw_bps):
+        assert self.plan is not None
+        shape = port_shape(self.plan, intf)
+        assert shape is not None, f"{intf.name} is not shaped"  # the network checked the link
+        for argv in rate_change_commands(intf.name, shape.at_rate(bw_bps)):
             run_in(node.pid, argv)
         if (intf.node, intf.name) in self.programs and self.support is not None \
                 and self.support.tracker == "vq":  # the backlog tracker follows the HTB by itself
@@ -327,7 +339,8 @@ class LinuxDataplane(Dataplane):
         stats = {}
         for name, node in self.routers.items():
             for intf in plan.interfaces[name]:
-                stats[f"{name}->{intf.peer_node}"] = queue_stats(node.pid, intf.name)
+                if port_shape(plan, intf) is not None:
+                    stats[f"{name}->{intf.peer_node}"] = queue_stats(node.pid, intf.name)
         return stats
 
     def undo_records(self) -> list[Undo]:

@@ -19,6 +19,7 @@ from mn_harness.fidelity.link import Egress, LinkGapProgram, LinkGaps
 from mn_harness.network.commands import run_in
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.shaping import port_shape
 from mn_harness.p4.limits import FRAME_BYTES
 
 _LINK_LINE = re.compile(r"^(\d+):\s+([^:@\s]+)")
@@ -35,7 +36,8 @@ def netns_inode(pid: int) -> int:
 
 
 def shaped_egresses(plan: NetworkPlan, pids: Mapping[str, int], nodes: set[str]) -> list[Egress]:
-    """Every interface of `nodes` (name -> shell pid), named by the directed link it sends on."""
+    """Every shaped interface of `nodes` (name -> shell pid), named by the directed link it sends
+    on (an unshaped one, run.emulation.access_links, has no rate to hold)."""
     out = []
     for node in sorted(nodes):
         pid = pids.get(node)
@@ -43,7 +45,7 @@ def shaped_egresses(plan: NetworkPlan, pids: Mapping[str, int], nodes: set[str])
             continue
         index, netns = ifindexes(pid), netns_inode(pid)
         for intf in plan.interfaces.get(node, []):
-            if intf.name in index:
+            if intf.name in index and port_shape(plan, intf) is not None:
                 out.append(Egress(f"{intf.node}->{intf.peer_node}", netns, index[intf.name], intf.link.bw_bps))
     return out
 

@@ -26,6 +26,7 @@ from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
 from mn_harness.jobs.shifts import ShiftDriver, ShiftScheduler, job_shifts
 from mn_harness.jobs.specs import worker_specs, worker_stem
+from mn_harness.network.cpu_placement import worker_prefix
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
@@ -93,6 +94,7 @@ class JobLauncher:
             self.raw_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
+        prefix = worker_prefix(self.experiment.run.emulation.cpu_placement)
         for host, spec in self.specs():
             stem = worker_stem(self.raw_dir, spec.job, spec.rank)
             spec_path = stem.with_name(stem.name + ".spec.json")
@@ -105,7 +107,7 @@ class JobLauncher:
             node = self.network.nodes[host]
             # the worker is part of the installed package: no PYTHONPATH, no checkout needed
             with stderr:
-                proc = node.popen([python, "-u", "-m", WORKER_MODULE, str(spec_path)],
+                proc = node.popen([*prefix, python, "-u", "-m", WORKER_MODULE, str(spec_path)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=stderr, cwd=str(self.raw_dir))
             self.workers.append(WorkerProcess(spec.job, spec.rank, host, spec, proc, stderr_path))

@@ -20,10 +20,11 @@ from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.ecn import tcp_ecn_sysctl
 from mn_harness.network import tcp_counters
 from mn_harness.network.commands import run_in
+from mn_harness.network.cpu_placement import steer_receive
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.nodes import HarnessHost
 from mn_harness.network.plan import NetworkPlan
-from mn_harness.network.shaping import limit_offloads, rate_change_commands, shape_egress
+from mn_harness.network.shaping import limit_offloads, port_shape, queue_stats, rate_change_commands, shape_egress
 
 if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imported
     from mn_harness.dataplane.base import Dataplane
@@ -66,6 +67,9 @@ class EmulatedNetwork:
         for host in exp.hosts:
             self._configure_host(host)
         self.dataplane.configure(self.net, plan)
+        if exp.run.emulation.cpu_placement == "split":
+            for node_name, intfs in plan.interfaces.items():
+                steer_receive(self.nodes[node_name].pid, [i.name for i in intfs])
 
     def _configure_host(self, host: str) -> None:
         node = self.nodes[host]
@@ -77,7 +81,8 @@ class EmulatedNetwork:
         run_in(pid, ["ip", "link", "set", intf.name, "up"])
         mn_intf = node.intf(intf.name)  # tell Mininet too, so its CLI's `h1 ping h3` works
         mn_intf.ip, mn_intf.prefixLen = intf.ip, intf.prefix_len
-        run_in(pid, ["ip", "route", "replace", "default", "via", intf.peer_ip, "dev", intf.name])
+        for argv in self.dataplane.host_routes(intf):
+            run_in(pid, argv)
         if self.dataplane.host_neighbours_static():
             run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
                          "dev", intf.name, "nud", "permanent"])
@@ -89,20 +94,33 @@ class EmulatedNetwork:
             sysctls["net.ipv4.tcp_ecn"] = ecn  # run.tcp_ecn overrides the data plane's choice
         for key, value in sysctls.items():
             run_in(pid, ["sysctl", "-q", "-w", f"{key}={value}"])
-        shape_egress(pid, intf.name, intf.link.bw_bps, intf.link.queue_packets, intf.link.delay_s,
-                     where=f"link {intf.link.name}")
+        shape = port_shape(self.plan, intf)
+        if shape is not None:  # else the veth as it is: no qdisc, no rate (run.emulation.access_links)
+            shape_egress(pid, intf.name, shape, where=f"link {intf.link.name}")
 
     def set_link_rate(self, link: LinkConfig, bw_bps: float) -> None:
         """Both ends of `link` send at bw_bps from now on: a host's egress is shaped here, a
-        switch port's by the data plane."""
+        switch port's by the data plane. An unshaped link has no rate to change."""
         hosts = set(self.experiment.hosts)
         for end in (link.a, link.b):
             intf = next(i for i in self.plan.interfaces[end] if i.link is link)
+            shape = port_shape(self.plan, intf)
+            if shape is None:
+                raise NetworkError(f"link {link.name} is not shaped (run.emulation.access_links: "
+                                   f"{self.experiment.run.emulation.access_links}): it has no rate to change")
             if end in hosts:
-                for argv in rate_change_commands(intf.name, bw_bps):
+                for argv in rate_change_commands(intf.name, shape.at_rate(bw_bps)):
                     run_in(self.nodes[end].pid, argv)
             else:
                 self.dataplane.set_egress_rate(self.nodes[end], intf, bw_bps)
+
+    def host_link_stats(self) -> dict[str, dict]:
+        """Per shaped host egress (`h1->s1`): bytes, packets and drops of its FIFO, as summary.json's
+        `link_stats` keeps the switch ports' (a drop here is the sender's own queue overflowing)."""
+        pids = self.node_pids()
+        return {f"{host}->{intf.peer_node}": queue_stats(pids[host], intf.name)
+                for host in self.experiment.hosts if host in pids
+                for intf in self.plan.interfaces[host] if port_shape(self.plan, intf) is not None}
 
     def node_pids(self) -> dict[str, int]:
         """Node name -> pid of its shell, for the nodes whose shell is still running (a shell

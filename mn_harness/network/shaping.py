@@ -1,5 +1,7 @@
 """Egress shaping: each link end gets HTB at the link rate with a byte FIFO of `queue` frames as
-its leaf, so a bottleneck's queue really fills and drops (no netem needed).
+its leaf, so a bottleneck's queue really fills and drops (no netem needed). run.emulation
+(config/emulation.py) may leave the hosts' links unshaped, count the FIFO in packets, or set
+HTB's buckets and quantum: `egress_shape` is the one place that turns it into an `EgressShape`.
 
 The tc argv lists are built by pure functions (`egress_commands`, `offload_commands`,
 `clsact_commands`, `bpf_egress_argv`, `red_leaf_argv`) so they can be checked without a
@@ -13,10 +15,15 @@ netem as the leaf instead; where the kernel lacks sch_netem we say so in one lin
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 
+from mn_harness.config import LinkConfig
+from mn_harness.config.emulation import TXQUEUELEN, Burst, Emulation
 from mn_harness.network.commands import run_in
 from mn_harness.network.errors import MissingKernelFeature, NetworkError
+from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.p4.limits import FRAME_BYTES
 
 HTB_HANDLE = "1:"
@@ -25,39 +32,91 @@ LEAF_HANDLE = "10:"
 MAX_TC_U32 = 2**32 - 1  # tc's rate/burst/limit fields are 32-bit
 
 
-def htb_burst_bytes(bw_bps: float) -> int:
-    """HTB burst: about 1 ms of traffic at the link rate, at least 4 frames."""
-    return max(4 * FRAME_BYTES, int(bw_bps / 8 / 1000))
-
-
 def fifo_limit_bytes(queue_packets: int) -> int:
     """The leaf FIFO's limit: byte-sized, so a GSO super-packet of k frames takes k frames' room."""
     return queue_packets * FRAME_BYTES
+
+
+@dataclass(frozen=True)
+class EgressShape:
+    """How one egress is shaped: HTB at `bw_bps` (its buckets and quantum as run.emulation says)
+    over a leaf FIFO (`leaf`: bfifo or pfifo, `limit` in its unit), or netem when the link has a
+    delay (a packet limit of `queue_packets`)."""
+
+    bw_bps: float
+    queue_packets: int
+    leaf: str = "bfifo"
+    limit: int = 0
+    burst: Burst = Emulation().htb_burst
+    cburst: Burst = Emulation().htb_cburst
+    quantum: int | None = None
+    delay_s: float = 0.0
+
+    @property
+    def limit_bytes(self) -> int | None:
+        """The FIFO's limit in bytes, when it counts bytes (else None: it counts packets)."""
+        return self.limit if self.leaf == "bfifo" and self.delay_s == 0 else None
+
+    def at_rate(self, bw_bps: float) -> EgressShape:
+        return dataclasses.replace(self, bw_bps=bw_bps)
+
+    def class_params(self) -> list[str]:
+        """The HTB class's rate, ceil, buckets and quantum, as tc takes them."""
+        rate = f"{int(self.bw_bps)}bit"
+        out = ["rate", rate, "ceil", rate]
+        for key, bucket in (("burst", self.burst), ("cburst", self.cburst)):
+            size = bucket.bytes_at(self.bw_bps)
+            if size is not None:
+                out += [key, str(size)]
+        if self.quantum is not None:
+            out += ["quantum", str(self.quantum)]
+        return out
+
+
+def egress_shape(link: LinkConfig, emulation: Emulation, *, access: bool, host_end: bool = False) -> EgressShape | None:
+    """The shape of one end of `link`, or None when that end is left unshaped. `access`: the
+    link has a host at one end (run.emulation.access_links says whether both its ends are
+    shaped); `host_end`: this is the host's end (run.emulation.host_queue picks its FIFO)."""
+    if access and not emulation.shapes_access():
+        return None
+    if host_end and emulation.host_queue == "txqueuelen" or emulation.queue_limit == "txqueuelen":
+        leaf, limit = "pfifo", TXQUEUELEN
+    elif emulation.queue_limit == "packets":
+        leaf, limit = "pfifo", link.queue_packets
+    else:
+        leaf, limit = "bfifo", fifo_limit_bytes(link.queue_packets)
+    return EgressShape(link.bw_bps, link.queue_packets, leaf, limit, emulation.htb_burst, emulation.htb_cburst,
+                       emulation.htb_quantum, link.delay_s)
+
+
+def port_shape(plan: NetworkPlan, intf: Interface) -> EgressShape | None:
+    """The shape of `intf`'s egress in `plan`'s network (None: unshaped): the one answer the
+    hosts' set-up, the data plane and the link monitor all take."""
+    hosts = set(plan.experiment.hosts)
+    return egress_shape(intf.link, plan.experiment.run.emulation,
+                        access=intf.node in hosts or intf.peer_node in hosts, host_end=intf.node in hosts)
 
 
 def netem_argv(qdisc_argv: list[str], delay_s: float, limit: int) -> list[str]:
     return [*qdisc_argv, "netem", "delay", f"{delay_s * 1e6:.0f}us", "limit", str(limit)]
 
 
-def egress_commands(intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0,
-                    red_mark_bytes: int | None = None) -> list[list[str]]:
-    """The tc commands that shape `intf`'s egress: HTB root at bw_bps, then a byte FIFO of
-    queue_packets frames (or netem with `delay_s` and a packet limit, or RED marking at
+def egress_commands(intf: str, shape: EgressShape, red_mark_bytes: int | None = None) -> list[list[str]]:
+    """The tc commands that shape `intf`'s egress: HTB root, one class at the shape's rate, then
+    its FIFO (or netem with the link's delay and a packet limit, or RED marking at
     `red_mark_bytes`) as the leaf."""
-    rate = f"{int(bw_bps)}bit"
-    burst = str(htb_burst_bytes(bw_bps))
     commands = [
         ["tc", "qdisc", "replace", "dev", intf, "root", "handle", HTB_HANDLE, "htb", "default", "1"],
         ["tc", "class", "add", "dev", intf, "parent", HTB_HANDLE, "classid", HTB_CLASS, "htb",
-         "rate", rate, "ceil", rate, "burst", burst, "cburst", burst],
+         *shape.class_params()],
     ]
     leaf = ["tc", "qdisc", "add", "dev", intf, "parent", HTB_CLASS, "handle", LEAF_HANDLE]
-    if delay_s > 0:
-        commands.append(netem_argv(leaf, delay_s, queue_packets))
+    if shape.delay_s > 0:
+        commands.append(netem_argv(leaf, shape.delay_s, shape.queue_packets))
     elif red_mark_bytes is not None:
-        commands.append(red_leaf_argv(leaf, bw_bps, queue_packets, red_mark_bytes))
+        commands.append(red_leaf_argv(leaf, shape.bw_bps, shape.queue_packets, red_mark_bytes))
     else:
-        commands.append([*leaf, "bfifo", "limit", str(fifo_limit_bytes(queue_packets))])
+        commands.append([*leaf, shape.leaf, "limit", str(shape.limit)])
     return commands
 
 
@@ -91,13 +150,11 @@ def bpf_detach_commands(intf: str) -> list[list[str]]:
     return [["tc", "filter", "del", "dev", intf, "egress"], ["tc", "qdisc", "del", "dev", intf, "clsact"]]
 
 
-def rate_change_commands(intf: str, bw_bps: float) -> list[list[str]]:
-    """Change a shaped egress's rate in place (the HTB class egress_commands made; its queue and
-    the packets in it stay): a link's rate changed while jobs run."""
-    rate = f"{int(bw_bps)}bit"
-    burst = str(htb_burst_bytes(bw_bps))
+def rate_change_commands(intf: str, shape: EgressShape) -> list[list[str]]:
+    """Change a shaped egress's rate in place to `shape`'s (the HTB class egress_commands made;
+    its queue and the packets in it stay): a link's rate changed while jobs run."""
     return [["tc", "class", "change", "dev", intf, "parent", HTB_HANDLE, "classid", HTB_CLASS, "htb",
-             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+             *shape.class_params()]]
 
 
 def offload_commands(intf: str, gso_max_segs: int) -> list[list[str]]:
@@ -136,9 +193,9 @@ def run_netem(pid: int, argv: list[str], where: str) -> None:
         raise
 
 
-def shape_egress(pid: int, intf: str, bw_bps: float, queue_packets: int, delay_s: float = 0.0,
-                 where: str = "", red_mark_bytes: int | None = None) -> None:
-    for argv in egress_commands(intf, bw_bps, queue_packets, delay_s, red_mark_bytes):
+def shape_egress(pid: int, intf: str, shape: EgressShape, where: str = "",
+                 red_mark_bytes: int | None = None) -> None:
+    for argv in egress_commands(intf, shape, red_mark_bytes):
         if "netem" in argv:
             run_netem(pid, argv, where or intf)
         else:

@@ -274,6 +274,10 @@ class RunFacts:
                               "what results.load() groups it by", optional=True)
     dataplane: str | None = entry("`linux` or `bmv2`")
     slow_start_after_idle: bool | None = entry("the hosts' `net.ipv4.tcp_slow_start_after_idle`")
+    emulation: dict[str, Any] | None = entry(
+        "every emulator choice of the run: `run.emulation`'s keys (`switches`, `access_links`, `host_queue`, "
+        "`queue_limit`, `htb_burst`, `htb_cburst`, `htb_quantum`, `cpu_placement`) and `gso_max_segs`, "
+        "`queue_telemetry`, `throughput_bin_s` (docs/fidelity.md: the emulator's choices)", optional=True)
     ecmp_hash_seed: int | None = entry("with ECMP: the flows' hash seed (absent where the kernel has no "
                                        "hash-seed sysctl: `routing_note`)", optional=True)
     routing_note: str | None = entry("why ECMP paths may not repeat", optional=True)
@@ -295,8 +299,9 @@ class RunFacts:
         "share of the cores' time a VM's host took); the run prints one line when either share is 5% or "
         "more (docs/troubleshooting.md: the CPUs were saturated)", optional=True)
     link_stats: dict[str, Any] | None = entry(
-        "per directed link of the Linux data plane: bytes, packets and drops of its egress queue as the "
-        "qdisc counts them (drops of GSO packets, where `queue.csv` counts frames)", optional=True)
+        "per shaped directed link of the Linux data plane, the hosts' own egresses (`h1->s1`) included: bytes, "
+        "packets and drops of its egress queue as the qdisc counts them (drops of GSO packets, where "
+        "`queue.csv` counts frames; a drop at a host's end is the sender's own queue overflowing)", optional=True)
     cc_telemetry_rows: int | None = entry("rows written to cc_telemetry.csv")
     queue: dict[str, Any] | None = entry(
         "per `switch:port`: `link`, `max_depth`, packet-weighted `mean_depth`, `packets`, `marks`, "

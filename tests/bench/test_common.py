@@ -24,11 +24,12 @@ def test_the_lock_is_held_across_runs_until_the_chunk_is_over(tmp_path):
     common = bench_module("common")
     path = tmp_path / "measure.lock"
     lock = common.ChunkedLock(str(path), chunk_s=3600, gap_s=0)
+    assert not lock.held
     with lock.run():
-        assert held_elsewhere(path)
-    assert held_elsewhere(path)  # the chunk goes on: kept for the next run
+        assert held_elsewhere(path) and lock.held
+    assert held_elsewhere(path) and lock.held  # the chunk goes on: kept for the next run
     lock.release()
-    assert not held_elsewhere(path)
+    assert not held_elsewhere(path) and not lock.held
     short = common.ChunkedLock(str(path), chunk_s=0, gap_s=0)
     with short.run():
         assert held_elsewhere(path)

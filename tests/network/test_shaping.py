@@ -2,18 +2,31 @@
 
 import pytest
 
+from mn_harness.config import LinkConfig
+from mn_harness.config.emulation import Emulation
 from mn_harness.network.shaping import (
+    EgressShape,
     egress_commands,
+    egress_shape,
     fifo_limit_bytes,
-    htb_burst_bytes,
     offload_commands,
     parse_queue_stats,
 )
 from mn_harness.p4.limits import FRAME_BYTES
 
+DEFAULTS = Emulation()
+
+
+def shape(bw_bps: float, queue: int, delay_s: float = 0.0, emulation: Emulation = DEFAULTS,
+          access: bool = False, host_end: bool = False) -> EgressShape:
+    link = LinkConfig("a", "b", bw_bps, queue, delay_s)
+    out = egress_shape(link, emulation, access=access, host_end=host_end)
+    assert out is not None
+    return out
+
 
 def test_htb_then_byte_fifo_of_queue_frames():
-    root, cls, leaf = egress_commands("s1-eth3", 1e9, 100)
+    root, cls, leaf = egress_commands("s1-eth3", shape(1e9, 100))
     assert root == ["tc", "qdisc", "replace", "dev", "s1-eth3", "root", "handle", "1:", "htb", "default", "1"]
     assert cls[:9] == ["tc", "class", "add", "dev", "s1-eth3", "parent", "1:", "classid", "1:1"]
     assert cls[cls.index("rate") + 1] == "1000000000bit" == cls[cls.index("ceil") + 1]
@@ -24,13 +37,14 @@ def test_htb_then_byte_fifo_of_queue_frames():
 
 
 def test_slow_links_keep_a_burst_of_four_frames():
-    assert htb_burst_bytes(10e6) == 4 * FRAME_BYTES
-    assert htb_burst_bytes(100e6) == 12500
+    burst = Emulation().htb_burst
+    assert burst.bytes_at(10e6) == 4 * FRAME_BYTES
+    assert burst.bytes_at(100e6) == 12500
     assert fifo_limit_bytes(7) == 7 * 1514
 
 
 def test_delay_makes_netem_the_leaf_with_a_packet_limit():
-    leaf = egress_commands("h1-eth0", 1e8, 50, delay_s=0.0015)[-1]
+    leaf = egress_commands("h1-eth0", shape(1e8, 50, delay_s=0.0015))[-1]
     assert leaf[:9] == ["tc", "qdisc", "add", "dev", "h1-eth0", "parent", "1:1", "handle", "10:"]
     assert leaf[9:] == ["netem", "delay", "1500us", "limit", "50"]
 
@@ -69,7 +83,7 @@ def test_clsact_and_the_egress_bpf_filter_and_their_removal():
 def test_red_leaf_is_a_step_at_the_threshold_that_never_drops_not_ect_early():
     from mn_harness.network.shaping import red_leaf_argv
 
-    leaf = egress_commands("s1-eth3", 1e9, 100, red_mark_bytes=20 * FRAME_BYTES)[-1]
+    leaf = egress_commands("s1-eth3", shape(1e9, 100), red_mark_bytes=20 * FRAME_BYTES)[-1]
     assert leaf[:10] == ["tc", "qdisc", "add", "dev", "s1-eth3", "parent", "1:1", "handle", "10:", "red"]
     opts = dict(zip(leaf[10:-2:2], leaf[11:-2:2], strict=True))
     assert opts == {"limit": str(100 * FRAME_BYTES), "min": str(20 * FRAME_BYTES),
@@ -88,3 +102,52 @@ qdisc red 10: parent 1:1 limit 151400b min 30280b max 31794b ecn nodrop
  Sent 4000 bytes 3 pkt (dropped 1, overlimits 0 requeues 0)
 """
     assert parse_queue_stats(out) == {"sent_bytes": 4000, "sent_packets": 3, "drops": 1}
+
+
+def test_the_default_emulation_shapes_every_end_as_the_project_always_did():
+    """run.emulation's defaults give exactly today's argv: HTB, 1 ms buckets, no quantum, a
+    byte FIFO of `queue` frames, at a host's end as at a switch's."""
+    for access, host_end in ((False, False), (True, False), (True, True)):
+        _, cls, leaf = egress_commands("x", shape(5e8, 100, access=access, host_end=host_end))
+        assert cls[9:] == ["htb", "rate", "500000000bit", "ceil", "500000000bit", "burst", "62500",
+                           "cburst", "62500"]
+        assert leaf[-3:] == ["bfifo", "limit", str(100 * FRAME_BYTES)]
+
+
+def test_unshaped_access_links_leave_both_ends_of_a_hosts_link_alone():
+    plain = Emulation(access_links="unshaped")
+    link = LinkConfig("h1", "s1", 5e8, 100)
+    assert egress_shape(link, plain, access=True, host_end=True) is None
+    assert egress_shape(link, plain, access=True) is None
+    assert egress_shape(LinkConfig("s1", "s2", 5e8, 100), plain, access=False) is not None
+
+
+@pytest.mark.parametrize("emulation,host_end,leaf", [
+    (Emulation(queue_limit="packets"), False, ["pfifo", "limit", "100"]),
+    (Emulation(queue_limit="txqueuelen"), False, ["pfifo", "limit", "1000"]),
+    (Emulation(host_queue="txqueuelen"), True, ["pfifo", "limit", "1000"]),
+    (Emulation(host_queue="txqueuelen"), False, ["bfifo", "limit", str(100 * FRAME_BYTES)]),
+])
+def test_queue_limits_in_packets_and_the_nics_own_queue(emulation, host_end, leaf):
+    out = shape(5e8, 100, emulation=emulation, access=True, host_end=host_end)
+    assert egress_commands("x", out)[-1][-3:] == leaf
+    assert out.limit_bytes == (None if leaf[0] == "pfifo" else 100 * FRAME_BYTES)
+
+
+def test_htb_buckets_and_quantum_as_mininets_tclink_gives_them():
+    """Mininet's TCLink: `burst 15k`, cburst and quantum left to tc."""
+    from mn_harness.config.emulation import Burst
+
+    tclink = Emulation(htb_burst=Burst(bytes=15360), htb_cburst=Burst(), htb_quantum=None)
+    _, cls, _ = egress_commands("x", shape(5e8, 100, emulation=tclink))
+    assert cls[9:] == ["htb", "rate", "500000000bit", "ceil", "500000000bit", "burst", "15360"]
+    _, cls, _ = egress_commands("x", shape(5e8, 100, emulation=Emulation(htb_quantum=1514)))
+    assert cls[-2:] == ["quantum", "1514"]
+
+
+def test_a_rate_change_keeps_the_shapes_buckets():
+    from mn_harness.network.shaping import rate_change_commands
+
+    (argv,) = rate_change_commands("x", shape(1e9, 100).at_rate(1e8))
+    assert argv[:4] == ["tc", "class", "change", "dev"]
+    assert argv[-8:] == ["rate", "100000000bit", "ceil", "100000000bit", "burst", "12500", "cburst", "12500"]

@@ -1,0 +1,93 @@
+"""run.emulation on real networks (root, slow): what each choice builds is read back from the
+kernel (qdiscs, the bridge, routes, RPS masks, a worker's CPU affinity), and jobs run on it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mn_harness.api import network
+from mn_harness.config import Experiment
+from mn_harness.network.cpu_placement import NETWORK_CORE, worker_cores
+from tests.helpers import small_demo
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+PLAIN = {"switches": "bridge", "access_links": "unshaped", "queue_limit": "txqueuelen",
+         "htb_burst": "15KiB", "htb_cburst": "auto"}
+
+
+def demo(**emulation) -> Experiment:
+    raw = small_demo(iterations=3)
+    raw["run"]["emulation"] = emulation
+    return Experiment.from_dict(raw, "emulation")
+
+
+def qdiscs(node, intf: str) -> str:
+    return node.cmd(f"tc qdisc show dev {intf}")
+
+
+def test_the_plain_mininet_network_bridges_and_shapes_only_the_bottleneck(tmp_path):
+    """Bridges in the switches' namespaces, hosts on-link with no gateway and no qdisc, the
+    bottleneck's ends HTB as TCLink makes it (burst 15k, tc's cburst) over a 1000-packet pfifo;
+    the jobs run, the link monitor watches only the shaped ends, link_stats has no host end."""
+    seen: dict[str, str] = {}
+
+    def look(session):
+        net = session.net
+        seen["bridge"] = net["s1"].cmd("ip -d link show br0")
+        seen["ports"] = net["s1"].cmd("ip -o link show master br0")
+        seen["forwarding"] = net["s1"].cmd("cat /proc/sys/net/ipv4/ip_forward")
+        seen["host_qdisc"] = qdiscs(net["h1"], "h1-eth0")
+        seen["host_routes"] = net["h1"].cmd("ip route")
+        seen["access_qdisc"] = qdiscs(net["s1"], "s1-eth1")
+        seen["bottleneck_class"] = net["s1"].cmd("tc class show dev s1-eth3")
+        seen["bottleneck_leaf"] = qdiscs(net["s1"], "s1-eth3")
+
+    with network(demo(**PLAIN), out=tmp_path, quiet=True) as session:
+        look(session)
+        session.wait_jobs()
+    summary = json.loads((session.results_dir / "summary.json").read_text())
+    assert summary["status"] == "completed", summary["status"]
+    assert "bridge" in seen["bridge"] and "stp_state 0" in seen["bridge"]
+    assert {"s1-eth1", "s1-eth2", "s1-eth3"} <= {w.rstrip(":@").split("@")[0] for w in seen["ports"].split()}
+    assert seen["forwarding"].strip() == "0"
+    assert "noqueue" in seen["host_qdisc"] and "htb" not in seen["host_qdisc"]
+    assert "10.0.0.0/8 dev h1-eth0" in seen["host_routes"] and "default" not in seen["host_routes"]
+    assert "htb" not in seen["access_qdisc"]
+    assert "burst 15" in seen["bottleneck_class"] and "cburst 1" in seen["bottleneck_class"]
+    assert "pfifo 10: parent 1:1 limit 1000p" in seen["bottleneck_leaf"]
+    assert set(summary["fidelity"]["links"]) == {"s1->s2", "s2->s1"}
+    assert set(summary["link_stats"]) == {"s1->s2", "s2->s1"}
+    assert summary["emulation"]["switches"] == "bridge" and summary["emulation"]["access_links"] == "unshaped"
+
+
+def test_a_nics_queue_at_the_hosts_and_packet_limits_at_the_switches(tmp_path):
+    with network(demo(host_queue="txqueuelen", queue_limit="packets", htb_quantum="3028B"),
+                    out=tmp_path, quiet=True) as session:
+        host = qdiscs(session.net["h1"], "h1-eth0")
+        port = qdiscs(session.net["s1"], "s1-eth3")
+        cls = session.net["s1"].cmd("tc -d class show dev s1-eth3")
+        session.wait_jobs()
+    assert "pfifo 10: parent 1:1 limit 1000p" in host
+    assert "pfifo 10: parent 1:1 limit 100p" in port
+    assert "quantum 3028" in cls
+    summary = json.loads((session.results_dir / "summary.json").read_text())
+    assert "h1->s1" in summary["link_stats"] and summary["status"] == "completed"
+
+
+def test_split_cpu_placement_pins_the_workers_and_steers_receive_work_to_core_0(tmp_path):
+    cores = worker_cores()
+    with network(demo(cpu_placement="split"), out=tmp_path, quiet=True) as session:
+        read = "unshare -m sh -c 'umount -l /sys; mount -t sysfs x /sys && cat /sys/class/net/{}/queues/rx-0/rps_cpus'"
+        masks = {intf: session.net[node].cmd(read.format(intf))
+                 for node, intf in (("h1", "h1-eth0"), ("s1", "s1-eth3"))}
+        session.start_jobs()
+        assert session.launcher is not None
+        affinity = {w.host: w.proc.pid for w in session.launcher.workers}
+        allowed = {host: sorted(os.sched_getaffinity(pid)) for host, pid in affinity.items()}
+        session.wait_jobs()
+    assert all(int(m.strip(), 16) == 1 << NETWORK_CORE for m in masks.values()), masks
+    assert all(a == cores for a in allowed.values()), allowed
