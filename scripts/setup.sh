@@ -35,7 +35,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(mininet iperf3 bridge-utils iproute2 iputils-ping ethtool procps psmisc kmod make tcpdump
-          clang llvm libbpf-dev python3-venv python3-dev python3-pip)
+          clang llvm libbpf-dev python3-venv python3-dev python3-pip openssh-client)
 # bpftool: its own package on Debian 12 and Ubuntu >= 24.04, part of linux-tools on older Ubuntu
 if apt-cache show bpftool >/dev/null 2>&1; then packages+=(bpftool); else packages+=(linux-tools-common "linux-tools-$(uname -r)"); fi
 
@@ -51,6 +51,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # apt-cache may know nothing before the first update on a fresh machine
 command -v bpftool >/dev/null || { apt-get update -qq && apt-get install -y -qq bpftool >/dev/null; }
+
+# CLUSTER=1: sshd for the cluster tests' servers, which run it in namespaces of their own
+# (docs/cluster.md#tests). Installed without starting it, and, where we installed it, not
+# enabled at boot either: this machine gets no ssh service it did not have.
+if [ "${CLUSTER:-}" = 1 ] && ! dpkg-query -W -f='${Status}' openssh-server 2>/dev/null | grep -q "install ok installed"; then
+  echo "setup: installing openssh-server (CLUSTER=1; not started, not enabled)"
+  policy=/usr/sbin/policy-rc.d
+  made_policy=0
+  if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod 755 "$policy"; made_policy=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+  [ "$made_policy" = 1 ] && rm -f "$policy"
+  if command -v systemctl >/dev/null 2>&1; then systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true; fi
+fi
 
 # Mininet is installed into the distribution's python3, so the venv must see system packages
 # and be made by that same interpreter.

@@ -1,6 +1,7 @@
 """Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
 `bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN; tests marked
-`torch` need PyTorch (the .[torch] extra).
+`torch` need PyTorch (the .[torch] extra); tests marked `cluster` need sshd (openssh-server) for
+the servers they run on this machine.
 
 A test that cannot run here is skipped with the reason, never silently passed. Where the BMv2
 tests must run (CI with the toolchain bundle: `.ci/run` sets MN_HARNESS_REQUIRE_BMV2=1), a
@@ -41,6 +42,13 @@ def pytest_configure(config):
         signal.signal(signal.SIGTERM, _interrupt)
 
 
+def cluster_reason() -> str | None:
+    """Why the cluster tests' servers (mn_harness/cluster/bed.py) cannot run here."""
+    from mn_harness.cluster.bed import unavailable_reason
+
+    return unavailable_reason()
+
+
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     toolchain = find_toolchain()
@@ -52,6 +60,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=toolchain.missing_reason()))
         if "torch" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason=f"needs {INSTALL_HINT}"))
+        if "cluster" in item.keywords and (reason := cluster_reason()):
+            item.add_marker(pytest.mark.skip(reason=f"cluster: {reason}"))
 
 
 @pytest.hookimpl(hookwrapper=True)
