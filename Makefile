@@ -26,7 +26,7 @@ test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check mn_harness tests bench
+	$(VENV)/bin/ruff check mn_harness tests bench examples
 	$(VENV)/bin/mypy
 
 # removes the /usr/local/bin/mn-harness launcher setup installed (the venv stays)

@@ -11,7 +11,9 @@ and the largest number of concurrent jobs whose goodput stays at its fair share.
    it. Each job communicates back to back (1 ms compute); goodput = bytes sent per worker per
    iteration / mean iteration time (warm-up left out), as a fraction of the fair share. N grows
    until the worst job (mean over repetitions) falls below --threshold (0.9); the largest N that
-   stayed above is the limit at that rate. TCP/IP headers alone cost ~4.5%, so an isolated job
+   stayed above is the goodput limit at that rate, and the largest N up to which every run was
+   also faithful (summary.json `fidelity`: every invariant held) the faithful limit, the one
+   docs/scaling.md and the README quote. TCP/IP headers alone cost ~4.5%, so an isolated job
    measures ~0.95.
 
 The bench takes the measurement lock itself, in chunks of at most --chunk-min minutes (do not
@@ -118,8 +120,9 @@ def setup_sizes(sizes: list[int], repeat: int, lock: ChunkedLock, keys: dict, ou
                                                 "teardown_s": downs, "memory_mb": mems})
 
 
-def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock) -> list[float]:
-    """Per job: goodput / fair share in one run of n_jobs jobs at `rate` each."""
+def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock) -> tuple[list[float], str]:
+    """Per job: goodput / fair share in one run of n_jobs jobs at `rate` each; and the run's
+    fidelity verdict with its reason (summary.json `fidelity`)."""
     from mn_harness.runner import run_experiment
 
     bps = parse_bandwidth(rate, "rate")
@@ -129,25 +132,41 @@ def goodput_fractions(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock
     with tempfile.TemporaryDirectory() as tmp, lock.run():
         results = run_experiment(Experiment.from_dict(raw), out_root=tmp, log=lambda *_: None)
         summary = load_summary(results)
-    return [(j.bytes_sent_per_worker or 0) * 8 / j.mean_iter_s / bps if j.mean_iter_s else 0.0
-            for j in summary.jobs.values()]
+    fractions = [(j.bytes_sent_per_worker or 0) * 8 / j.mean_iter_s / bps if j.mean_iter_s else 0.0
+                 for j in summary.jobs.values()]
+    f = summary.fidelity
+    return fractions, "unchecked" if f is None else f.verdict + (f" ({f.reason})" if f.reason else "")
 
 
 def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations: int, threshold: float,
                     lock: ChunkedLock, keys: dict, out: dict) -> None:
     for rate in rates:
-        best = 0
-        print(f"concurrent jobs at {rate} each (fair share = {rate}; worst job's goodput / fair share)")
+        best = faithful_best = 0
+        every_faithful = True
+        print(f"concurrent jobs at {rate} each (fair share = {rate}; worst job's goodput / fair share; "
+              "the runs' fidelity verdicts)")
         for n in counts:
-            worst = [min(goodput_fractions(n, rate, iterations, lock)) for _ in range(repeat)]
+            runs = [goodput_fractions(n, rate, iterations, lock) for _ in range(repeat)]
+            worst = [min(fractions) for fractions, _ in runs]
+            verdicts = [verdict for _, verdict in runs]
+            faithful = sum(v == "faithful" for v in verdicts)
             mean = statistics.mean(worst)
-            print(f"  {n:>3} jobs: {mean_ci(worst, 2)}  (runs: {', '.join(f'{w:.3f}' for w in worst)})", flush=True)
-            out.setdefault("jobs", []).append({"rate": rate, "jobs": n, "worst_fraction": worst})
+            print(f"  {n:>3} jobs: {mean_ci(worst, 2)}  (runs: {', '.join(f'{w:.3f}' for w in worst)}); "
+                  f"faithful {faithful} of {len(runs)}", flush=True)
+            for v in verdicts:
+                if v != "faithful":
+                    print(f"        {v}", flush=True)
+            out.setdefault("jobs", []).append({"rate": rate, "jobs": n, "worst_fraction": worst, "verdicts": verdicts})
             if mean < threshold:
                 break
             best = n
+            every_faithful = every_faithful and faithful == len(runs)
+            if every_faithful:  # this count and every smaller one: all runs faithful
+                faithful_best = n
         keys[f"max_jobs_{rate}"] = best
-        print(f"  -> at most {best} concurrent jobs at {rate} keep >= {threshold} of their fair share", flush=True)
+        keys[f"max_faithful_jobs_{rate}"] = faithful_best
+        print(f"  -> at most {best} concurrent jobs at {rate} keep >= {threshold} of their fair share; "
+              f"{faithful_best} with every run faithful as well (every invariant held)", flush=True)
 
 
 def main() -> int:

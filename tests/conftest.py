@@ -1,14 +1,14 @@
 """Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
-`bmv2` need BMv2 and p4c, found on PATH or under the prefix named by P4_TOOLCHAIN; tests marked
 `torch` need PyTorch (the .[torch] extra); tests marked `cluster` need sshd (openssh-server) for
-the servers they run on this machine.
+the servers they run on this machine. Tests marked `bmv2` (BMv2 and p4c, found on PATH or
+under the prefix named by P4_TOOLCHAIN) are gated by mn-harness's own pytest plugin
+(mn_harness/testing/pytest_p4.py), which users' P4 tests get too: skipped with the reason, or,
+where the BMv2 tests must run (CI with the toolchain bundle: `.ci/run` sets
+MN_HARNESS_REQUIRE_BMV2=1), failed with the reason whatever made them skip.
 
-A test that cannot run here is skipped with the reason, never silently passed. Where the BMv2
-tests must run (CI with the toolchain bundle: `.ci/run` sets MN_HARNESS_REQUIRE_BMV2=1), a
-bmv2-marked test that would be skipped - for any reason: no toolchain, not root, a skipif or a
-pytest.skip() inside it - fails instead, with the reason, so a machine that lost BMv2 cannot
-pass CI by skipping. The `topologies` fixture finds the shipped topology files from any test
-directory; `unprivileged_python` runs Python as user nobody wherever the checkout lives.
+A test that cannot run here is skipped with the reason, never silently passed. The `topologies`
+fixture finds the shipped topology files from any test directory; `unprivileged_python` runs
+Python as user nobody wherever the checkout lives.
 
 SIGTERM (`timeout`, `kill`) is turned into KeyboardInterrupt, as Ctrl-C is, so an interrupted
 real-run test still runs its `finally` blocks and fixture teardowns: namespaces, egress
@@ -24,13 +24,6 @@ from pathlib import Path
 import pytest
 
 from mn_harness.collectives.gloo import INSTALL_HINT, torch_importable
-from mn_harness.p4.toolchain import find_toolchain
-
-REQUIRE_BMV2_ENV = "MN_HARNESS_REQUIRE_BMV2"
-
-
-def bmv2_required() -> bool:
-    return os.environ.get(REQUIRE_BMV2_ENV) == "1"
 
 
 def _interrupt(signum, frame):
@@ -51,29 +44,14 @@ def cluster_reason() -> str | None:
 
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
-    toolchain = find_toolchain()
     has_torch = torch_importable()
     for item in items:
         if "root" in item.keywords and not is_root:
             item.add_marker(pytest.mark.skip(reason="needs root: run with sudo"))
-        if "bmv2" in item.keywords and not toolchain.complete:
-            item.add_marker(pytest.mark.skip(reason=toolchain.missing_reason()))
         if "torch" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason=f"needs {INSTALL_HINT}"))
         if "cluster" in item.keywords and (reason := cluster_reason()):
             item.add_marker(pytest.mark.skip(reason=f"cluster: {reason}"))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """With MN_HARNESS_REQUIRE_BMV2=1 a skipped bmv2 test is reported as failed (xfail stays)."""
-    outcome = yield
-    report = outcome.get_result()
-    if (report.skipped and not hasattr(report, "wasxfail") and "bmv2" in item.keywords
-            and bmv2_required()):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        report.outcome = "failed"
-        report.longrepr = f"{REQUIRE_BMV2_ENV}=1 and this bmv2 test would be skipped: {reason}"
 
 
 @pytest.fixture(scope="session")

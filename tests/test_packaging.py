@@ -54,6 +54,11 @@ def test_wheel_in_a_fresh_venv_validates_the_demo_outside_the_checkout(tmp_path)
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "demo.yaml: ok" in out.stdout and "shared link s1->s2: job1, job2" in out.stdout
+    starter = subprocess.run([str(venv / "bin/mn-harness"), "p4", "new", "mine"], cwd=work, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert starter.returncode == 0, starter.stderr
+    assert sorted(p.name for p in (work / "mine").iterdir()) == [
+        "README.md", "experiment.yaml", "program.p4", "program.p4test.yaml", "test_program.py"]
     worker = subprocess.run([str(venv / "bin/python"), "-m", "mn_harness.worker"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=60)
     assert worker.returncode == 2 and "SPEC.json" in worker.stderr  # usage: the module is there

@@ -1,4 +1,4 @@
-"""`mn-harness`: validate, run, compare, report, clean.
+"""`mn-harness`: validate, run, compare, report, clean, p4.
 
 Every user error is one line on stderr: exit 2 for a bad experiment file or argument (it names
 the YAML path, the file or the option), 1 for a failure while running (what failed and, where it
@@ -26,7 +26,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mn_harness.cli import commands, compare
+    from mn_harness.cli import commands, compare, p4
 
     parser = OneLineParser(prog="mn-harness", description=(__doc__ or "").splitlines()[0],
                            epilog="Each command has --help with an example.")
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=OneLineParser)
     commands.add_parsers(sub)
     compare.add_parser(sub)
+    p4.add_parser(sub)
     return parser
 
 

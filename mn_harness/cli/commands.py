@@ -73,10 +73,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from mn_harness.network.plan import NetworkPlan
 
     plan = NetworkPlan(experiment)
+    from mn_harness.dataplane.bmv2_setup import check_programs
+
+    programs = check_programs(plan)  # the switches' own P4 programs against the contract
     print(f"{args.experiment}: ok — {len(experiment.hosts)} hosts, {len(experiment.switches)} switches, "
           f"{len(experiment.links)} links, {len(experiment.jobs)} jobs")
     for warning in experiment.warnings():
         print(f"  warning: {warning}")
+    for line in programs:
+        print(f"  {line}")
     if experiment.servers:
         from mn_harness.config.servers import describe_placement
 
@@ -143,6 +148,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_results_root(experiment.run.output_dir if args.out is None else args.out,
                        "run.output_dir" if args.out is None else "--out")
     check_state_dir()
+    from mn_harness.dataplane.bmv2_setup import check_programs
+    from mn_harness.network.plan import NetworkPlan
+
+    check_programs(NetworkPlan(experiment))  # a program that cannot do what is asked: exit 2 here
     need_root("run")
     for warning in experiment.warnings():
         print(f"warning: {warning}")

@@ -223,7 +223,7 @@ class ServerPart:
                 self.experiment.run.fidelity, self.fidelity.links, self.fidelity.link_unavailable,
                 self.fidelity.host, None, self.fidelity.cost_s, {}, self.fidelity.kernel_s))
         finally:
-            self.fidelity.close()
+            _best_effort(self.fidelity.stop_links)  # its kernel monitor detached on every path (idempotent)
             self.network.stop()
             self.state.done("dataplane")
             self.state.done("network")

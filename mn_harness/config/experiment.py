@@ -27,6 +27,7 @@ from mn_harness.config.model import (
 )
 from mn_harness.config.servers import ServerConfig, check_cluster, parse_servers
 from mn_harness.errors import ConfigError
+from mn_harness.p4 import DEFAULT_PROGRAM
 from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
 
 MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
@@ -102,9 +103,9 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, raw: Any, default_name: str = "experiment", base_dir: Path | None = None) -> Experiment:
-        """`base_dir`: where relative paths in the file (a job's `trace`) are read from. A job's
-        `scale` rule is recorded, not applied: it needs the network plan, so it is the step after
-        loading (mn_harness.jobs.scaling.apply_scaling)."""
+        """`base_dir`: where relative paths in the file (a job's `trace`, a switch's `program`)
+        are read from. A job's `scale` rule is recorded, not applied: it needs the network plan,
+        so it is the step after loading (mn_harness.jobs.scaling.apply_scaling)."""
         check_keys(raw, "", TOP_KEYS, {"hosts", "links", "jobs"})
         name = raw.get("experiment", default_name)
         if not isinstance(name, str) or not EXPERIMENT_RE.fullmatch(name):
@@ -128,7 +129,7 @@ class Experiment:
             raise ConfigError("hosts", "at least one host is needed")
         switches = []
         for i, s in enumerate(_list(raw.get("switches", []), "switches")):
-            switch = SwitchConfig.from_dict(s, f"switches[{i}]")
+            switch = SwitchConfig.from_dict(s, f"switches[{i}]", base_dir)
             claim(switch.name, f"switches[{i}]")
             switches.append(switch)
         if len(hosts) + len(switches) > MAX_NETWORK_NODES:
@@ -246,7 +247,8 @@ class Experiment:
 
     def _check_inc_jobs(self) -> None:
         """inc_allreduce: every worker's only link goes to the same switch, which runs the
-        aggregation program on the BMv2 data plane (auto may pick it); its slot pool holds the
+        aggregation program (or a program of the user's: the data plane checks it has the
+        aggregation feature) on the BMv2 data plane (auto may pick it); its slot pool holds the
         jobs' slots."""
         programs = {s.name: s.program for s in self.switches}
         pool: dict[str, int] = {}
@@ -255,7 +257,7 @@ class Experiment:
                 continue
             peers = {next(p for p, _ in self.neighbours()[w]) for w in job.workers}
             switch = peers.pop() if len(peers) == 1 else None
-            if (switch is None or programs.get(switch) != "aggregation"
+            if (switch is None or programs.get(switch) in (None, DEFAULT_PROGRAM)
                     or self.run.dataplane not in ("bmv2", "auto")):
                 raise ConfigError(f"jobs[{i}].collective", "inc_allreduce needs all workers on one "
                                   "aggregation switch (bmv2 data plane, program: aggregation)")

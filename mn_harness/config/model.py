@@ -108,7 +108,9 @@ class SwitchConfig:
     ecn_threshold: EcnThreshold | None = None  # default of its egress ports (config/ecn.py)
 
     @classmethod
-    def from_dict(cls, raw: Any, path: str) -> SwitchConfig:
+    def from_dict(cls, raw: Any, path: str, base_dir: Path | None = None) -> SwitchConfig:
+        """`program`: a shipped program's name, or a .p4 file relative to `base_dir` (the
+        experiment file's folder), kept as an absolute path."""
         if isinstance(raw, str):
             return cls(check_name(raw, path))
         check_keys(raw, path, {"name", "program", "ecn_threshold"}, {"name"})
@@ -119,10 +121,13 @@ class SwitchConfig:
         if program is not None:
             if not isinstance(program, str) or not program:
                 raise ConfigError(f"{path}.program", f"expected a program name, got {program!r}")
-            if (program not in shipped_programs() and not program.endswith(".p4")) \
-                    or find_program(program) is None:
-                raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
-                                  f"{', '.join(shipped_programs())}; or a path to a .p4 file)")
+            if program not in shipped_programs():
+                file = Path(program) if Path(program).is_absolute() or base_dir is None else base_dir / program
+                if not program.endswith(".p4") or find_program(str(file)) is None:
+                    raise ConfigError(f"{path}.program", f"no P4 program {program!r} (shipped: "
+                                      f"{', '.join(shipped_programs())}; or a .p4 file, relative to "
+                                      "the experiment file)")
+                program = str(file.resolve())
         return cls(check_name(raw["name"], f"{path}.name"), program, threshold)
 
 

@@ -1,6 +1,8 @@
 """The BMv2 data plane: every switch is a BMv2 `simple_switch_grpc` running
-mn_harness/p4/programs/ecn_telemetry.p4 (or aggregation.p4), brought up by mn_harness.p4.bringup
-from the same NetworkPlan (addresses, shortest paths) as the Linux data plane.
+mn_harness/p4/programs/ecn_telemetry.p4 (or aggregation.p4, or a program of the user's that meets
+mn_harness.p4.contract), brought up by mn_harness.p4.bringup from the same NetworkPlan
+(addresses, shortest paths) as the Linux data plane, with what dataplane/bmv2_setup.py derives
+from it.
 
 Namespaces, never the root namespace
     Each switch is a Mininet node of its own (a namespace with IP forwarding off); its veths live
@@ -73,24 +75,22 @@ from mininet.node import Node
 
 from mn_harness.config import SwitchConfig
 from mn_harness.dataplane.base import Dataplane
+from mn_harness.dataplane.bmv2_setup import check_setup, switch_setups
 from mn_harness.dataplane.errors import DataplaneError
 from mn_harness.dataplane.port_rates import Bmv2Rates, PortRate
 from mn_harness.dataplane.queue_csv import QueueCollector, QueueSample, sample_hz_from_env
-from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces, port_threshold
+from mn_harness.dataplane.queues import ecn_summary, link_label, monitored_interfaces
 from mn_harness.network.commands import run_in
 from mn_harness.network.flows import ecmp_hash_seed
 from mn_harness.network.nodes import TimedShell
 from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import add_netem
-from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR, find_program
-from mn_harness.p4.aggregation import plan_agg_jobs
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, cli_has_thrift, disable_offloads
 from mn_harness.p4.bringup import SwitchSetup, bring_up
-from mn_harness.p4.compile import compile_p4
 from mn_harness.p4.ecmp import chooser as ecmp_chooser
-from mn_harness.p4.entries import job_ids, plan_job_rules, qbucket_shift, switch_specs
+from mn_harness.p4.entries import job_ids, qbucket_shift
 from mn_harness.p4.errors import P4Error
-from mn_harness.p4.runtime import SwitchConnection
+from mn_harness.p4.runtime import P4Info, SwitchConnection
 from mn_harness.p4.telemetry import PortSample, TelemetryReader
 from mn_harness.p4.toolchain import find_toolchain
 from mn_harness.state import KillProcess, RemoveDirectory, Undo
@@ -117,17 +117,6 @@ class Bmv2SwitchNode(TimedShell, Node):
         run_in(self.pid, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
         run_in(self.pid, ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         return result
-
-
-def resolve_program(name: str | None) -> Path:
-    """A SwitchConfig.program: None -> ecn_telemetry; a name -> mn_harness/p4/programs/<name>.p4; or a path.
-    The program must keep ecn_telemetry's tables and counters (entries and telemetry use them)."""
-    path = find_program(name)
-    if path is None:
-        name = name or DEFAULT_PROGRAM
-        raise DataplaneError(f"P4 program {name!r} not found (looked for "
-                             f"{PROGRAMS_DIR / (name + '.p4')} and {name})")
-    return path
 
 
 class Bmv2Dataplane(Dataplane):
@@ -190,22 +179,12 @@ class Bmv2Dataplane(Dataplane):
             raise DataplaneError(f"bmv2: {exc}".splitlines()[0]) from exc
 
     def _setups(self, plan: NetworkPlan) -> dict[str, SwitchSetup]:
-        """Per switch: its program, the queues of its links, its ECN threshold, the job rules
-        and (inc_allreduce jobs whose workers hang off it) its aggregation jobs."""
-        specs = switch_specs(plan)
-        rules = plan_job_rules(plan)
-        inc_slots = {j.name: j.inc.slots for j in plan.experiment.jobs if j.inc is not None}
-        agg_jobs = plan_agg_jobs(plan, inc_slots) if inc_slots else {}
-        setups = {}
-        for name, cfg in self.configs.items():
-            intfs = plan.interfaces.get(name, [])
-            queues = {i.port: QueueConfig.for_link(i.link.bw_bps / 1e6, i.link.queue_packets)
-                      for i in intfs}
-            thresholds = {i.port: port_threshold(plan, i).threshold_packets() for i in intfs}
-            setups[name] = SwitchSetup(specs[name], compile_p4(resolve_program(cfg.program)),
-                                       queues=queues, port_thresholds=thresholds,
-                                       job_rules=rules, agg_jobs=agg_jobs.get(name, ()))
-        return setups
+        """Per switch what it is programmed with (bmv2_setup.switch_setups), each program
+        checked against what the experiment asks of it (one line naming the YAML path)."""
+        setups = switch_setups(plan)
+        for name, setup in setups.items():
+            check_setup(plan, name, setup, P4Info.from_file(setup.program.p4info_path))
+        return {name: setups[name] for name in self.configs}
 
     def _configure_switch(self, name: str, node: Node, plan: NetworkPlan, setup: SwitchSetup) -> None:
         node.config()

@@ -63,8 +63,8 @@ class RunFidelity:
                 self._monitor.set_rate(name, bw_bps)
 
     def note(self) -> str:
-        """A warning for the progress line when, since the last call, a link or the host broke
-        its invariant; "" when all is well."""
+        """A warning for the progress line when, since the last call, a link broke its
+        invariant; "" when all is well."""
         parts = []
         if self._monitor is not None:
             window = self._monitor.since_last()
@@ -113,9 +113,3 @@ class RunFidelity:
         """summary.json `fidelity`."""
         return fidelity_block(self.thresholds, self.links, self.link_unavailable, self.host,
                               workers_summary(phases, iterations), self.cost_s, self.switch_ports, self.kernel_s)
-
-    def close(self) -> None:
-        if self._monitor is not None:
-            self._monitor.close()
-            self._monitor = None
-

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import contract
 from .aggregation import AggJob, job_entries, replicas
 from .bmv2 import BMv2Switch, QueueConfig
 from .compile import CompiledProgram
@@ -29,7 +30,9 @@ from .runtime import P4Info, SwitchConnection, table_entry
 @dataclass(frozen=True)
 class SwitchSetup:
     """Everything one switch is programmed with. The queue depths also size the depth
-    histogram's buckets (entries.qbucket_shift), so they are given once, in `queues`."""
+    histogram's buckets (entries.qbucket_shift), so they are given once, in `queues`.
+    `telemetry`: its counters are read (queue.csv), so the program needs the queue telemetry
+    feature and gets the job rules and the histogram's bucket widths."""
     spec: SwitchSpec
     program: CompiledProgram
     queues: Mapping[int, QueueConfig] = field(default_factory=dict)  # egress port -> queues
@@ -37,14 +40,39 @@ class SwitchSetup:
     port_thresholds: Mapping[int, int | None] = field(default_factory=dict)  # per port, overrides it
     job_rules: Sequence[JobRule] = ()      # job_classify entries (telemetry per job)
     agg_jobs: Sequence[AggJob] = ()        # aggregation.p4 jobs (slots already allocated)
+    telemetry: bool = True
 
     def queue_depths(self) -> dict[int, int]:
         return {port: q.depth for port, q in self.queues.items() if q.depth is not None}
 
+    def marks(self) -> bool:
+        thresholds = [self.port_thresholds.get(p, self.ecn_threshold) for p in self.spec.port_numbers()]
+        return any(t is not None for t in thresholds)
+
+    def features(self) -> list[str]:
+        """The program features (mn_harness.p4.contract) this switch is asked for."""
+        wanted = {"forwarding": True,
+                  "ecmp": any(len(r.next_hops) > 1 for r in self.spec.routes),
+                  "ecn_marking": self.marks(),
+                  "queue_telemetry": self.telemetry,
+                  "aggregation": bool(self.agg_jobs)}
+        return [name for name, asked in wanted.items() if asked]
+
     def entries(self) -> list[Entry]:
+        """The entries of the features asked for: a switch that neither marks nor is sampled
+        gets no egress_port_cfg entries (the program's default: no marking), one that is not
+        sampled no job rules, so a program without those tables runs where they are not needed."""
+        features = self.features()
+        port_cfg = "ecn_marking" in features or "queue_telemetry" in features
         return switch_entries(self.spec, ecn_threshold=self.ecn_threshold,
                               port_thresholds=self.port_thresholds,
-                              queue_depths=self.queue_depths(), job_rules=self.job_rules)
+                              queue_depths=self.queue_depths(),
+                              job_rules=self.job_rules if self.telemetry else (),
+                              port_cfg=port_cfg)
+
+    def check(self, p4info: P4Info, reasons: Mapping[str, str] | None = None) -> None:
+        """ContractError naming what the program lacks for this switch's features."""
+        contract.check(p4info, self.features(), self.program.source.name, dict(reasons or {}))
 
 
 def bring_up(switch: BMv2Switch, setup: SwitchSetup, p4info: P4Info | None = None
@@ -56,14 +84,15 @@ def bring_up(switch: BMv2Switch, setup: SwitchSetup, p4info: P4Info | None = Non
     if switch.device_id != setup.spec.device_id:
         raise P4Error(f"BMv2 {switch.name}: device id {switch.device_id} is not the plan's "
                       f"{setup.spec.device_id}")
+    p4info = p4info or P4Info.from_file(setup.program.p4info_path)
+    setup.check(p4info)
     conn: SwitchConnection | None = None
     try:
         switch.start()
         if setup.queues:
             switch.configure_queues(setup.queues)
         conn = SwitchConnection(switch.grpc_address, switch.device_id, name=switch.name).connect()
-        conn.set_pipeline(p4info or P4Info.from_file(setup.program.p4info_path),
-                          setup.program.read_json())
+        conn.set_pipeline(p4info, setup.program.read_json())
         install_entries(conn, setup.entries())
         install_agg_jobs(conn, setup.agg_jobs)
     except BaseException:

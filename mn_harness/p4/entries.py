@@ -204,10 +204,10 @@ def job_entries(rules: Iterable[JobRule]) -> list[Entry]:
 def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
                    port_thresholds: Mapping[int, int | None] | None = None,
                    queue_depths: Mapping[int, int] | None = None,
-                   job_rules: Iterable[JobRule] = ()) -> list[Entry]:
+                   job_rules: Iterable[JobRule] = (), port_cfg: bool = True) -> list[Entry]:
     """All entries of one switch. `ecn_threshold` (packets) applies to every port unless
     `port_thresholds` overrides it; None means no marking. `queue_depths` (packets, per port)
-    sets the histogram bucket width."""
+    sets the histogram bucket width. `port_cfg=False` leaves egress_port_cfg alone."""
     entries: list[Entry] = []
     for p in sorted(spec.ports, key=lambda p: p.port):
         entries.append(Entry("arp_responder", {"standard_metadata.ingress_port": p.port},
@@ -215,7 +215,7 @@ def switch_entries(spec: SwitchSpec, *, ecn_threshold: int | None = None,
     entries += route_entries(spec)
     port_thresholds = dict(port_thresholds or {})
     queue_depths = dict(queue_depths or {})
-    for port in spec.port_numbers():
+    for port in spec.port_numbers() if port_cfg else ():
         threshold = port_thresholds.get(port, ecn_threshold)
         threshold = NO_MARKING if threshold is None else int(threshold)
         if not 0 <= threshold <= NO_MARKING:

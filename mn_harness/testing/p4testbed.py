@@ -1,8 +1,14 @@
 """A small BMv2 test bed without Mininet: hosts in network namespaces, BMv2 switches in the root
 namespace, veth pairs for links, and every switch brought up exactly as the harness's data plane
 brings its switches up (mn_harness.p4.bringup: queues, pipeline, entries from the NetworkPlan,
-aggregation jobs when given). Used by the P4 tests (tests/p4/) and bench/bmv2_throughput.py;
-the harness itself (mn_harness.dataplane.bmv2) runs its switches in namespaces of their own.
+aggregation jobs when given). `P4Testbed.for_experiment` takes all of that from an experiment
+file as `dataplane: bmv2` would (mn_harness.dataplane.bmv2_setup). Used by the P4 tests
+(tests/p4/), the pytest plugin (mn_harness.testing.pytest_p4) and bench/bmv2_throughput.py; the
+harness itself (mn_harness.dataplane.bmv2) runs its switches in namespaces of their own.
+
+Hosts get their plan's address and a default route, so they can ping and run TCP through the
+switches; with `host_addresses=False` they get none and their kernels stay silent, so a port
+sees only the frames a test sends (mn_harness.testing.ports) and what the switches forward.
 
 Every name the test bed creates starts with a unique prefix (default "p4t" + 4 hex digits), so
 several test beds (and other people's namespaces) coexist; the switches' per-run files (BMv2's
@@ -27,12 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mn_harness.config.experiment import load_experiment_dict
+from mn_harness.config.experiment import Experiment, load_experiment_dict
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.p4 import DEFAULT_PROGRAM, PROGRAMS_DIR
 from mn_harness.p4.aggregation import AggJob
 from mn_harness.p4.bmv2 import BMv2Switch, QueueConfig, disable_offloads, pick_free_port
-from mn_harness.p4.bringup import SwitchSetup, bring_up
+from mn_harness.p4.bringup import SwitchSetup, bring_up, install_agg_jobs, install_entries
 from mn_harness.p4.compile import CompiledProgram, compile_p4
 from mn_harness.p4.entries import qbucket_shift, switch_specs
 from mn_harness.p4.errors import P4Error
@@ -82,7 +88,7 @@ class P4Testbed:
                  ecn_threshold: int | None = None, program: str | Path = ECN_TELEMETRY_P4,
                  agg_jobs: Mapping[str, Sequence[AggJob]] | None = None,
                  cache_dir: str | Path | None = None, log_dir: str | Path | None = None,
-                 bmv2_log: bool = False, pcap: bool = False):
+                 bmv2_log: bool = False, pcap: bool = False, host_addresses: bool = True):
         self.plan = plan
         self.specs = switch_specs(plan)
         self.hosts = list(plan.experiment.hosts)
@@ -97,8 +103,13 @@ class P4Testbed:
         self.log_dir = log_dir
         self.bmv2_log = bmv2_log
         self.pcap = pcap
-        self.program: CompiledProgram | None = None
+        self.host_addresses = host_addresses
+        self.from_experiment = False        # for_experiment: setups as the data plane makes them
+        self.program_override: Path | None = None  # for_experiment: every switch runs this
+        self.program: CompiledProgram | None = None   # the first switch's (all, unless for_experiment)
         self.p4info: P4Info | None = None
+        self.setups: dict[str, SwitchSetup] = {}
+        self.p4infos: dict[str, P4Info] = {}
         self.run_dir: Path | None = None
         self.switches: dict[str, BMv2Switch] = {}
         self.conns: dict[str, SwitchConnection] = {}
@@ -106,6 +117,19 @@ class P4Testbed:
         self._veths: list[str] = []         # root-namespace ends we created
         self._procs: list[subprocess.Popen] = []
         self._sw_index = {name: spec.device_id for name, spec in self.specs.items()}
+
+    @classmethod
+    def for_experiment(cls, experiment: Experiment | NetworkPlan, *, program: str | Path | None = None,
+                       **kw) -> P4Testbed:
+        """Switches programmed as `dataplane: bmv2` programs them for `experiment`
+        (bmv2_setup.switch_setups: each switch's `program`, its links' queues from `bw` and
+        `queue`, the ECN thresholds, the job rules, the aggregation jobs); `program` replaces
+        every switch's. Jobs are not run."""
+        plan = experiment if isinstance(experiment, NetworkPlan) else NetworkPlan(experiment)
+        bed = cls(plan, program=program or ECN_TELEMETRY_P4, **kw)
+        bed.from_experiment = True
+        bed.program_override = None if program is None else Path(program)
+        return bed
 
     # -- names -------------------------------------------------------------------------------
     def netns(self, host: str) -> str:
@@ -135,8 +159,11 @@ class P4Testbed:
         if os.geteuid() != 0:
             raise TestbedError("the P4 test bed needs root (namespaces, veths)")
         try:
-            self.program = compile_p4(self.program_path, self.cache_dir)
-            self.p4info = P4Info.from_file(self.program.p4info_path)
+            self.setups = self._make_setups()
+            self.p4infos = {name: P4Info.from_file(setup.program.p4info_path)
+                            for name, setup in self.setups.items()}
+            first = next(iter(self.setups))
+            self.program, self.p4info = self.setups[first].program, self.p4infos[first]
             self.run_dir = Path(tempfile.mkdtemp(prefix=f"mn-harness-{self.prefix}-"))
             self._build_links()
             self._bring_up_switches()
@@ -145,6 +172,22 @@ class P4Testbed:
             raise
         return self
 
+    def _compile(self, source: Path) -> CompiledProgram:
+        return compile_p4(source, self.cache_dir)
+
+    def _make_setups(self) -> dict[str, SwitchSetup]:
+        if self.from_experiment:
+            from mn_harness.dataplane.bmv2_setup import switch_setups
+
+            return switch_setups(self.plan, lambda path: self._compile(self.program_override or path))
+        program = self._compile(self.program_path)
+        return {switch: SwitchSetup(self.specs[switch], program,
+                                    queues={port: q.queue_config() for (s, port), q in self.queues.items()
+                                            if s == switch},
+                                    ecn_threshold=self.ecn_threshold,
+                                    agg_jobs=self.agg_jobs.get(switch, ()))
+                for switch in self.specs}
+
     def _build_links(self) -> None:
         hosts = set(self.hosts)
         for host in self.hosts:
@@ -152,7 +195,8 @@ class P4Testbed:
             _run(["ip", "netns", "add", ns])
             self._namespaces.append(ns)
             self.ns_run(host, ["ip", "link", "set", "lo", "up"])
-            self.ns_run(host, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+            for scope in ("all", "default"):  # no router solicitations from the veths moved in
+                self.ns_run(host, ["sysctl", "-qw", f"net.ipv6.conf.{scope}.disable_ipv6=1"], check=False)
         for link in self.plan.experiment.links:
             ends = [next(i for i in self.plan.interfaces[node] if i.link is link)
                     for node in (link.a, link.b)]
@@ -166,11 +210,13 @@ class P4Testbed:
                     _run(["ip", "link", "set", name, "netns", ns])
                     self.ns_run(intf.node, ["ip", "link", "set", name, "name", intf.name])
                     self.ns_run(intf.node, ["ip", "link", "set", intf.name, "address", intf.mac])
-                    self.ns_run(intf.node, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}",
-                                            "dev", intf.name])
+                    if self.host_addresses:
+                        self.ns_run(intf.node, ["ip", "addr", "add", f"{intf.ip}/{intf.prefix_len}",
+                                                "dev", intf.name])
                     self.ns_run(intf.node, ["ip", "link", "set", intf.name, "up"])
-                    self.ns_run(intf.node, ["ip", "route", "replace", "default", "via",
-                                            intf.peer_ip, "dev", intf.name])
+                    if self.host_addresses:
+                        self.ns_run(intf.node, ["ip", "route", "replace", "default", "via",
+                                                intf.peer_ip, "dev", intf.name])
                     disable_offloads(intf.name, ns)
                 else:
                     _run(["ip", "link", "set", name, "address", intf.mac])
@@ -180,12 +226,7 @@ class P4Testbed:
 
     def setup(self, switch: str) -> SwitchSetup:
         """What `switch` is programmed with (the same SwitchSetup the data plane builds)."""
-        assert self.program is not None
-        return SwitchSetup(self.specs[switch], self.program,
-                           queues={port: q.queue_config() for (s, port), q in self.queues.items()
-                                   if s == switch},
-                           ecn_threshold=self.ecn_threshold,
-                           agg_jobs=self.agg_jobs.get(switch, ()))
+        return self.setups[switch]
 
     def _bring_up_switches(self) -> None:
         assert self.run_dir is not None
@@ -196,11 +237,29 @@ class P4Testbed:
                             log=self.bmv2_log, pcap=self.pcap,
                             notifications_socket=self.run_dir / f"{name}-notifications.ipc")
             self.switches[name] = bm
-            self.conns[name] = bring_up(bm, self.setup(name), self.p4info)
+            self.conns[name] = bring_up(bm, self.setup(name), self.p4infos[name])
+
+    def restore_queues(self, switch: str) -> None:
+        """`switch`'s egress queues as brought up."""
+        if self.setup(switch).queues:
+            self.switches[switch].configure_queues(self.setup(switch).queues)
+
+    def reset(self, switch: str) -> None:
+        """`switch`'s pipeline as it was brought up: pushed again (tables, counters, registers
+        and multicast groups start empty), its entries and aggregation jobs written again."""
+        setup, conn = self.setup(switch), self.conns[switch]
+        conn.set_pipeline(self.p4infos[switch], setup.program.read_json())
+        install_entries(conn, setup.entries())
+        install_agg_jobs(conn, setup.agg_jobs)  # their multicast groups went with the pipeline
+
+    def host_ports(self) -> dict[str, tuple[str, int]]:
+        """Host -> (switch, port) it is attached to."""
+        return {h: (self.plan.gateway(h).peer_node, self.switch_port(self.plan.gateway(h).peer_node, h))
+                for h in self.hosts}
 
     def bucket_shifts(self, switch: str) -> dict[int, int]:
-        return {p: qbucket_shift(self.queues.get((switch, p), LinkQueue()).depth)
-                for p in self.specs[switch].port_numbers()}
+        depths = self.setup(switch).queue_depths()
+        return {p: qbucket_shift(depths.get(p)) for p in self.specs[switch].port_numbers()}
 
     # -- run ---------------------------------------------------------------------------------
     def ns_cmd(self, host: str, cmd: Sequence[str]) -> list[str]:

@@ -127,6 +127,7 @@ class Connection:
         self.peer_closed = False  # framed: the peer's stream ended (no READY will come)
         self.ready_at: deque[float] = deque()  # when each READY not yet used by a handshake send came
         self.lags: list[float] = []  # per send: from what it waited for (data received, READY) to its writing
+        self.free_at = 0.0  # when the send loop last finished a write (a send queues behind the one before it)
         self.recvs: queue.SimpleQueue[TransportOp | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
@@ -189,6 +190,7 @@ class Connection:
                     self.sock.sendall(READY * item)
                 except OSError as exc:
                     self.broken = self.broken or exc
+                self.free_at = time.monotonic()
                 continue
             op = item
             self._lag(op)
@@ -208,8 +210,10 @@ class Connection:
                     k = min(left, len(buf))
                     self.sock.sendall(buf[:k])
                     left -= k
+                self.free_at = time.monotonic()
                 self._finish(op, None)
             except BaseException as exc:  # reported by TransportOp.wait() in the thread that waits
+                self.free_at = time.monotonic()
                 self._finish(op, exc)
         try:
             self.sock.shutdown(socket.SHUT_WR)  # the peer's receiver sees the end of the stream
@@ -219,9 +223,11 @@ class Connection:
     def _lag(self, op: TransportOp) -> None:
         """How long the send waited to be written once it could be (the workers' invariant: a
         real NIC's sender is not delayed by a busy host): from the latest of its posting, its
-        dependencies' completion and (handshake) its READY's arrival."""
+        dependencies' completion, (handshake) its READY's arrival and the end of the write before
+        it on this connection (a NIC serializes too: waiting behind one's own bytes is the
+        link's time, not the host's)."""
         start = time.monotonic()
-        ready = max([op.posted_at, *(dep.done_at for dep in op.after)])
+        ready = max([op.posted_at, self.free_at, *(dep.done_at for dep in op.after)])
         if op.handshake:
             with self.cv:
                 came = self.ready_at.popleft() if self.ready_at else 0.0

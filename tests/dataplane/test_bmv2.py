@@ -10,7 +10,8 @@ import pytest
 
 from mn_harness.config import Experiment
 from mn_harness.dataplane import BMV2_FAITHFUL_LINK_BPS, DataplaneError, needs_bmv2, select_dataplane
-from mn_harness.dataplane.bmv2 import Bmv2Dataplane, resolve_program
+from mn_harness.dataplane.bmv2 import Bmv2Dataplane
+from mn_harness.dataplane.bmv2_setup import resolve_program
 from mn_harness.results.loaders import load_queue
 from mn_harness.results.queue import QueueSummary, summarise_queue_csv
 from mn_harness.results.schema import queue_columns

@@ -15,14 +15,15 @@ import mn_harness as mh
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
-def line_experiment(bw: str = "100Mbit", dataplane: str = "linux", iterations: int = 8) -> dict:
+def line_experiment(bw: str = "100Mbit", dataplane: str = "linux", iterations: int = 8,
+                    nbytes: str = "10MB", **run) -> dict:
     """h1 - s1 - s2 - h2, one ring job across it."""
     return {"experiment": "fidelity-line", "hosts": ["h1", "h2"], "switches": ["s1", "s2"],
             "link_defaults": {"bw": bw, "queue": 100},
             "links": [{"endpoints": ["h1", "s1"]}, {"endpoints": ["s1", "s2"]}, {"endpoints": ["s2", "h2"]}],
-            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": "10MB" if bw == "100Mbit" else "1MB",
+            "jobs": [{"name": "j", "workers": ["h1", "h2"], "bytes_per_iteration": nbytes,
                       "compute": "100ms", "iterations": iterations, "cc": "reno"}],
-            "run": {"dataplane": dataplane}}
+            "run": {"dataplane": dataplane, **run}}
 
 
 def test_an_ordinary_short_run_is_faithful(tmp_path):
@@ -31,8 +32,9 @@ def test_an_ordinary_short_run_is_faithful(tmp_path):
     assert fidelity is not None and fidelity.link_monitor == "on", fidelity
     judged = {name: link for name, link in fidelity.links.items() if (link.gaps or 0) >= 500}
     assert judged, fidelity.links  # the bottleneck (here the hosts' own egress) was backlogged and judged
-    host_only = fidelity.violations and all(v.invariant == "host" for v in fidelity.violations)
-    if host_only:  # the VM's host took the CPU, or another load saturated it: not the run's doing
+    if any(v.invariant == "host" for v in fidelity.violations):
+        # the VM's host took the CPU, or another load saturated it: what else broke follows
+        # from that, not from the emulation this test checks
         pytest.skip(f"the machine was not quiet: {fidelity.reason}")
     assert fidelity.verdict == "faithful", fidelity.reason
     assert all(link.within_share >= 0.9 for link in judged.values())
@@ -76,15 +78,16 @@ def cpu_limited_cgroup(share: float):
 
 @pytest.mark.bmv2
 def test_a_switch_starved_of_cpu_is_unfaithful_and_named(tmp_path):
-    """BMv2 switches in a cgroup allowed 3% of a core: their queues back up and drain below the
+    """BMv2 switches in a cgroup allowed 5% of a core: their queues back up and drain below the
     configured rate, and the verdict names the link."""
-    with cpu_limited_cgroup(0.03) as add:
+    with cpu_limited_cgroup(0.05) as add:
         def starve(session) -> None:
             for switch in session.dataplane.switches.values():
                 assert switch.pid is not None
                 add(switch.pid)
 
-        results = mh.run(mh.ExperimentBuilder.from_raw(line_experiment("10Mbit", "bmv2", iterations=4)),
+        raw = line_experiment("10Mbit", "bmv2", iterations=2, nbytes="1MB", timeout="240s")
+        results = mh.run(mh.ExperimentBuilder.from_raw(raw),
                          out=tmp_path, quiet=True, report=False, on_network_up=starve)
     fidelity = results.summary.fidelity
     assert fidelity is not None and fidelity.verdict == "unfaithful", fidelity

@@ -8,6 +8,7 @@ import pytest
 from mn_harness.p4.bmv2 import QueueConfig
 from mn_harness.p4.bringup import SwitchSetup, bring_up, install_entries
 from mn_harness.p4.compile import CompiledProgram
+from mn_harness.p4.contract import ContractError
 from mn_harness.p4.entries import Entry, JobRule, switch_entries, switch_specs
 from mn_harness.p4.errors import P4Error, SwitchCLIError
 from mn_harness.p4.runtime import P4Info
@@ -88,8 +89,38 @@ def test_bring_up_stops_a_switch_it_could_not_program():
     sw = FakeSwitch()
     setup = SwitchSetup(switch_specs(line3())["s1"], PROGRAM, queues={2: QueueConfig(depth=10)})
     with pytest.raises(SwitchCLIError, match="Thrift"):
-        bring_up(sw, setup)
+        bring_up(sw, setup, P4Info.from_text(P4INFO_TEXT))
     assert sw.calls == ["start", "queues", "stop"]
+
+
+def test_bring_up_refuses_a_program_without_what_the_switch_is_asked_for():
+    """routing: ecmp with equal-cost paths asks for the ECMP feature, which the hand-written
+    P4Info lacks: refused before the switch starts, naming it."""
+    diamond = make_plan(["h1", "h2"], ["s1", "s2", "s3", "s4"],
+                        [("h1", "s1"), ("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s3", "s4"),
+                         ("s4", "h2")], routing="ecmp")
+    sw = FakeSwitch()
+    setup = SwitchSetup(switch_specs(diamond)["s1"], PROGRAM)
+    assert setup.features() == ["forwarding", "ecmp", "queue_telemetry"]
+    with pytest.raises(ContractError) as err:
+        bring_up(sw, setup, P4Info.from_text(P4INFO_TEXT))
+    assert str(err.value) == "x.p4 lacks action 'ecmp_group' of table 'ipv4_lpm', table 'ecmp_members' (ECMP)"
+    assert sw.calls == []
+
+
+def test_a_switch_that_neither_marks_nor_is_sampled_gets_no_port_cfg_or_job_entries():
+    spec = switch_specs(line3())["s1"]
+    rules = [JobRule(job=1, src="10.0.0.1")]
+    quiet = SwitchSetup(spec, PROGRAM, job_rules=rules, telemetry=False)
+    assert quiet.features() == ["forwarding"]
+    assert {e.table for e in quiet.entries()} == {"arp_responder", "ipv4_lpm"}
+    marking = SwitchSetup(spec, PROGRAM, port_thresholds={3: 20}, job_rules=rules, telemetry=False)
+    assert marking.features() == ["forwarding", "ecn_marking"]
+    assert {e.table for e in marking.entries()} == {"arp_responder", "ipv4_lpm", "egress_port_cfg"}
+    sampled = SwitchSetup(spec, PROGRAM, job_rules=rules)
+    assert sampled.features() == ["forwarding", "queue_telemetry"]
+    assert {e.table for e in sampled.entries()} == {"arp_responder", "ipv4_lpm", "egress_port_cfg",
+                                                    "job_classify"}
 
 
 def test_bring_up_refuses_a_switch_that_is_not_the_plans():

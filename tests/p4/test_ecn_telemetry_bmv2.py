@@ -4,26 +4,29 @@ pushed over P4Runtime, packets sent and captured with scapy.
     h1 (10.0.0.1) --port 1-- s1 --port 2-- h2 (10.0.1.1)     (addresses from the NetworkPlan)
 
 Congestion is made deterministic with BMv2's own egress queue: a low `set_queue_rate` on port 2
-and a burst from h1 build the queue, so enq_qdepth crosses the threshold."""
+and a burst from h1 build the queue, so enq_qdepth crosses the threshold. Frames are sent and
+received on the hosts' interfaces with the test bed's port sockets (mn_harness.testing.ports)."""
 
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from mn_harness.p4.entries import JobRule, job_entries, job_port_index, qdepth_index
 from mn_harness.p4.limits import NO_MARKING
 from mn_harness.p4.runtime import P4Info, table_entry
 from mn_harness.p4.telemetry import TelemetryReader
 from mn_harness.testing import LinkQueue, P4Testbed, make_plan
+from mn_harness.testing.ports import PortIO
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root]
 
-PKT_TOOL = str(Path(__file__).with_name("pkt_tool.py"))
 UDP_PORT = 9999
 ECT0, ECT1, CE = 2, 1, 3
 
@@ -35,7 +38,8 @@ def topology():
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
     tb = P4Testbed(topology(), cache_dir=tmp_path_factory.mktemp("p4cache"))
-    with tb:
+    with tb, PortIO({h: (tb.netns(h), f"{h}-eth0") for h in ("h1", "h2")}) as io:
+        tb.ports = io
         yield tb
 
 
@@ -56,20 +60,42 @@ def set_threshold(bed, threshold, shift=1):
                                       {"threshold": threshold, "bucket_shift": shift})
 
 
+def frames(bed, packets):
+    """h1 -> h2 UDP frames: per packet dict its seq (the payload starts with it), ttl, tos,
+    size (UDP payload bytes) and sport."""
+    return [Ether(src=bed.mac("h1"), dst=bed.gateway_mac("h1"))
+            / IP(src=bed.ip("h1"), dst=bed.ip("h2"), ttl=p.get("ttl", 64), tos=p.get("tos", 0))
+            / UDP(sport=p.get("sport", 40000), dport=UDP_PORT)
+            / Raw(f"{p['seq']:08d}".encode().ljust(p.get("size", 100), b"x")) for p in packets]
+
+
+def header_checksum_ok(ip_header: bytes) -> bool:
+    total = sum((ip_header[i] << 8) + ip_header[i + 1] for i in range(0, len(ip_header), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def seen(data: bytes) -> dict:
+    pkt = Ether(data)
+    ip = pkt[IP]
+    payload = bytes(pkt[UDP].payload)
+    return {"src_mac": pkt[Ether].src, "dst_mac": pkt[Ether].dst, "ttl": ip.ttl, "tos": ip.tos,
+            "ecn": ip.tos & 3, "dscp": ip.tos >> 2, "csum_ok": header_checksum_ok(bytes(ip)[: ip.ihl * 4]),
+            "seq": int(payload[:8].decode()) if payload[:8].isdigit() else -1}
+
+
+def ours(data: bytes) -> bool:
+    pkt = Ether(data)
+    return pkt.haslayer(UDP) and pkt[UDP].dport == UDP_PORT
+
+
 def exchange(bed, packets, expected, timeout=8.0, in_order_of_seq=True):
-    """Send `packets` (dicts for pkt_tool) from h1 to h2 in one burst; return what h2 got
-    (sorted by seq, or in arrival order)."""
-    sniffer = bed.host_popen("h2", [sys.executable, PKT_TOOL, "sniff", "h2-eth0", str(UDP_PORT),
-                                    str(timeout), str(expected)])
-    line = sniffer.stdout.readline()
-    assert line.strip() == "ready", sniffer.stderr.read()
-    time.sleep(0.2)
-    spec = {"src_mac": bed.mac("h1"), "dst_mac": bed.gateway_mac("h1"), "src_ip": bed.ip("h1"),
-            "dst_ip": bed.ip("h2"), "dport": UDP_PORT, "packets": packets}
-    bed.host_run("h1", [sys.executable, PKT_TOOL, "send", "h1-eth0", json.dumps(spec)])
-    out, err = sniffer.communicate(timeout=timeout + 10)
-    assert sniffer.returncode == 0, err
-    got = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    """Send `packets` (see frames) from h1 to h2 in one burst; return what h2 got (sorted by
+    seq, or in arrival order)."""
+    bed.ports.drain()
+    bed.ports.send("h1", [bytes(f) for f in frames(bed, packets)])
+    got = [seen(f.data) for f in bed.ports.collect("h2", expected, ours, timeout)]
     return sorted(got, key=lambda p: p["seq"]) if in_order_of_seq else got
 
 
@@ -244,15 +270,12 @@ def test_telemetry_sampling_rate_and_queue_series(bed, s1):
     print(f"\ntelemetry: {rate:.0f} samples/s (2 ports, 8 jobs, one Read RPC each)")
     assert rate >= 50
     # a congested burst shows up in the next samples as depth and marks
-    sender = bed.host_popen("h1", [sys.executable, PKT_TOOL, "send", "h1-eth0", json.dumps(
-        {"src_mac": bed.mac("h1"), "dst_mac": bed.gateway_mac("h1"), "src_ip": bed.ip("h1"),
-         "dst_ip": bed.ip("h2"), "dport": UDP_PORT, "packets": burst(60, lambda i: (2 << 2) | ECT0)})])
+    bed.ports.send("h1", [bytes(f) for f in frames(bed, burst(60, lambda i: (2 << 2) | ECT0))])
     samples = []
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:
         samples += [s for s in reader.sample() if s.port == 2]
         time.sleep(0.02)
-    sender.wait(timeout=10)
     assert max(s.depth.max for s in samples) >= 20
     assert sum(s.marks for s in samples) >= 20
     assert sum(s.job_marks[2] for s in samples) == sum(s.marks for s in samples)

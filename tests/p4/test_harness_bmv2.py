@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from mn_harness.config import Experiment
-from mn_harness.dataplane.bmv2 import resolve_program
+from mn_harness.dataplane.bmv2_setup import resolve_program
 from mn_harness.p4.compile import compile_p4
 from mn_harness.runner import run_experiment
 from mn_harness.units import parse_bandwidth, parse_size

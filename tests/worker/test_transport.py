@@ -239,3 +239,23 @@ def test_every_send_records_how_long_it_waited_once_it_could_go():
         lags, again = got[rank]
         assert len(lags) >= segments_sent and again == []
         assert all(0 <= lag < 0.25 for lag in lags), max(lags)  # the 0.3 s wait for READY is not lag
+
+
+def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag():
+    """A NIC serializes too: segments posted at once leave one after another, and the time a
+    segment waits for the segments before it on the same connection to be written (here held
+    up by a peer that reads nothing for 0.3 s, so the socket buffers fill) is the link's, not a
+    busy host's."""
+    sched = collectives.schedule("ring_allreduce", 64 * 1024 * 1024, 2)
+
+    def body(rank, transport):
+        if rank == 1:
+            time.sleep(0.3)
+        ops, _ = post(transport, sched, rank, [0, 1], 0, 7)
+        for op in ops:
+            op.wait()
+        return transport.take_lags()
+
+    tunables = Tunables(segment_bytes=1024 * 1024, window=0, recv_ready=False)
+    got, _ = ranks_run(2, body, tunables)
+    assert all(0 <= lag < 0.25 for lag in got[0]), max(got[0])

@@ -71,6 +71,9 @@ class P4Info:
     def counter(self, name: str) -> p4info_pb2.Counter:
         return _lookup("counter", name, self.proto.counters)
 
+    def register(self, name: str) -> p4info_pb2.Register:
+        return _lookup("register", name, self.proto.registers)
+
     def direct_counter(self, name: str) -> p4info_pb2.DirectCounter:
         return _lookup("direct counter", name, self.proto.direct_counters)
 
