@@ -66,8 +66,9 @@ _SPEC = re.compile(r"(\w+-r\d+)\.spec\.json")
 
 
 def workers_on(bed: ClusterBed, name: str) -> set[str]:
-    """The workers running in server `name`'s PID namespace, as `job-rRANK`."""
-    out = bed.server(name, ["ps", "-e", "-o", "args="], check=False).stdout
+    """The workers running in server `name`'s PID namespace, as `job-rRANK` (ps -ww: without it
+    ps cuts lines to 80 columns under pytest, and the spec path is past them)."""
+    out = bed.server(name, ["ps", "-ww", "-e", "-o", "args="], check=False).stdout
     return {m[1] for line in out.splitlines() if "mn_harness.worker" in line and (m := _SPEC.search(line))}
 
 
@@ -81,7 +82,8 @@ def wait_for_workers(bed: ClusterBed, proc: subprocess.Popen, timeout: float = 1
         if set(seen.values()) == set(bed.names):
             return seen
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended first: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(f"the run ended first (exit {proc.returncode}): "
+                                 f"{proc.stderr.read() if proc.stderr else ''}")
         time.sleep(0.2)
     raise AssertionError(f"workers seen: {seen}")
 
@@ -92,7 +94,7 @@ def leftovers(bed: ClusterBed, name: str) -> list[str]:
     out = []
     state = bed.server(name, ["sh", "-c", "ls /run/mn-harness 2>/dev/null"], check=False).stdout.split()
     out += [f"state file {f}" for f in state]
-    procs = bed.server(name, ["ps", "-e", "-o", "pid=,args="], check=False).stdout
+    procs = bed.server(name, ["ps", "-ww", "-e", "-o", "pid=,args="], check=False).stdout
     out += [f"process {line.strip()}" for line in procs.splitlines()
             if any(k in line for k in ("mn_harness", "mininet:", "mnexec", "bpftool"))]
     links = bed.server(name, ["ip", "-o", "link"], check=False).stdout
