@@ -52,17 +52,28 @@ fi
 # apt-cache may know nothing before the first update on a fresh machine
 command -v bpftool >/dev/null || { apt-get update -qq && apt-get install -y -qq bpftool >/dev/null; }
 
-# CLUSTER=1: sshd for the cluster tests' servers, which run it in namespaces of their own
-# (docs/cluster.md#tests). Installed without starting it, and, where we installed it, not
-# enabled at boot either: this machine gets no ssh service it did not have.
-if [ "${CLUSTER:-}" = 1 ] && ! dpkg-query -W -f='${Status}' openssh-server 2>/dev/null | grep -q "install ok installed"; then
-  echo "setup: installing openssh-server (CLUSTER=1; not started, not enabled)"
-  policy=/usr/sbin/policy-rc.d
-  made_policy=0
-  if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod 755 "$policy"; made_policy=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
-  [ "$made_policy" = 1 ] && rm -f "$policy"
-  if command -v systemctl >/dev/null 2>&1; then systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true; fi
+# CLUSTER=1: sshd for the cluster tests' servers, which run it in namespaces of their own, and
+# GNU parallel for the test of the rounds over ssh (docs/cluster.md#tests). sshd is installed
+# without starting it, and, where we installed it, not enabled at boot either: this machine gets
+# no ssh service it did not have.
+if [ "${CLUSTER:-}" = 1 ]; then
+  cluster_packages=()
+  command -v parallel >/dev/null || cluster_packages+=(parallel)
+  if ! dpkg-query -W -f='${Status}' openssh-server 2>/dev/null | grep -q "install ok installed"; then
+    cluster_packages+=(openssh-server)
+  fi
+  if [ -n "${cluster_packages[*]:-}" ]; then
+    echo "setup: installing ${cluster_packages[*]} (CLUSTER=1; sshd not started, not enabled)"
+    apt-cache show openssh-server >/dev/null 2>&1 || apt-get update -qq
+    policy=/usr/sbin/policy-rc.d
+    made_policy=0
+    if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod 755 "$policy"; made_policy=1; fi
+    rc=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${cluster_packages[@]}" >/dev/null || rc=$?
+    if [ "$made_policy" = 1 ]; then rm -f "$policy"; fi
+    [ "$rc" = 0 ] || exit "$rc"
+    if command -v systemctl >/dev/null 2>&1; then systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true; fi
+  fi
 fi
 
 # Mininet is installed into the distribution's python3, so the venv must see system packages

@@ -83,3 +83,48 @@ def test_a_sweep_split_into_rounds_on_two_servers_equals_it_run_at_once():
             assert abs(b[key][2] / a[key][2] - 1) <= 0.10, (key, a[key], b[key])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("parallel") is None, reason="needs GNU parallel (apt-get install parallel, or "
+                    "`sudo make setup CLUSTER=1`)")
+def test_gnu_parallel_runs_the_rounds_over_ssh_and_resume_failed_reruns_only_the_failed_one():
+    """docs/cluster.md's GNU parallel form on a shared folder (as with Slurm): one round per
+    server at a time over ssh, a joblog; a round that failed (here r002's first attempt, made to
+    fail before it runs) is run again by --resume-failed, and only it; then --merge."""
+    work = Path(tempfile.mkdtemp(prefix="mn-harness-parallel-", dir="/var/tmp"))
+    try:
+        spec = work / "rounds.yaml"
+        spec.write_text(yaml.safe_dump({**EXPERIMENT, "jobs": [{**EXPERIMENT["jobs"][0], "iterations": 4}]}))
+        plan = subprocess.run(cli("compare", str(spec), "--cc", "reno,cubic", "--repeat", "2", "--out",
+                                  str(work), "--rounds"), capture_output=True, text=True, cwd=ROOT)
+        assert plan.returncode == 0, plan.stderr
+        split = next(work.glob("rounds-compare-*"))
+        command = (f"test {{}} != r002 -o -e {work}/second && cd {ROOT} && "
+                   f"{sys.executable} -m mn_harness.cli compare --round {split} {{}} --no-plots")
+        with ClusterBed(2) as bed:
+            logins = ",".join(f"1/{bed.addresses[n]}" for n in bed.names)
+
+            def parallel() -> subprocess.CompletedProcess:
+                argv = ["parallel", "--will-cite", "--ssh", f"ssh -F {bed.ssh_config}", "--sshlogin", logins,
+                        "--joblog", str(work / "rounds.log"), "--resume-failed", command,
+                        "::::", str(split / "rounds.txt")]
+                return subprocess.run(bed.head_argv(argv), env=bed.env(), capture_output=True, text=True,
+                                      timeout=600)
+
+            first = parallel()
+            assert first.returncode == 1, first.stderr  # parallel's exit: the number of failed jobs
+            (work / "second").touch()
+            second = parallel()
+            assert second.returncode == 0, second.stderr
+            wait_clean(bed, bed.names, timeout=5)
+        with open(work / "rounds.log") as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        attempts = [(r["Command"].split()[-2], r["Exitval"]) for r in rows]
+        assert sorted(attempts) == [("r001", "0"), ("r002", "0"), ("r002", "1")], attempts
+        assert all(r["Host"].endswith(("10.213.0.1", "10.213.0.2")) for r in rows), rows  # on the servers
+        merged = subprocess.run(cli("compare", "--merge", str(split), "--no-plots"), capture_output=True,
+                                text=True, cwd=ROOT)
+        assert merged.returncode == 0, merged.stderr
+        assert len({k[0] for k in table(split)}) == 2  # both CCs, each from its rounds
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
