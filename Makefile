@@ -4,7 +4,7 @@
 # Both run scripts/setup.sh first, which installs whatever is missing on a fresh machine.
 VENV := .venv
 DEMO ?= topologies/dumbbell-4jobs-ecn.yaml
-DEMO_CCS ?= dctcp,mltcp-dctcp:slope=32:restart=on
+DEMO_CCS ?= dctcp,mltcp-dctcp
 DEMO_REPEAT ?= 3
 PYTEST_ARGS ?= -ra
 EXTRAS ?=

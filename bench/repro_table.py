@@ -1,8 +1,10 @@
-"""bench/reproduce.py's table: per scenario and CC the slowdowns, each MLTCP variant's gains over
-its base CC paired by round, convergence and separation, CASSINI's prediction, the last 20
-iterations, timeouts and the VM host's steal, each with its 95% CI; and, for runs longer than
-some N, the same slowdowns and gains over each run's first N iterations (docs/reproduction.md
-says what every column means). Reads finished runs only; runs nothing and needs no root."""
+"""bench/reproduce.py's table: per scenario and row (a CC, or a CC with CASSINI's time shifts:
+`dctcp+cassini`) the slowdowns, each row's gains over its base CC paired by round (MLTCP
+variants, CASSINI's shifts and the two together), convergence and separation, CASSINI's
+prediction and the measurement against it, the last 20 iterations, timeouts, the VM host's
+steal and how many runs were faithful, each with its 95% CI; and, for runs longer than some N,
+the same slowdowns and gains over each run's first N iterations (docs/reproduction.md says what
+every column means). Reads finished runs only; runs nothing and needs no root."""
 
 from __future__ import annotations
 
@@ -19,14 +21,27 @@ from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS, apart_earl
 from mn_harness.report.metrics import separation
 from mn_harness.results.loaders import load_summary
 from mn_harness.results.schema import RunSummary
+from mn_harness.results.stats import mean_ci95
 from mn_harness.sweep import Sweep, load_sweep
 
+SHIFTS_SUFFIX = "+cassini"  # a row's label: its CC run with run.shifts: cassini
 
-def base_of(cc: str) -> str | None:
-    """The base CC whose run of the same round an MLTCP variant's gain is over
-    ("mltcp-reno:slope=8" -> "reno"); None for a base CC."""
+
+def row_cc(label: str) -> tuple[str, bool]:
+    """A row's CC and whether it runs with CASSINI's shifts: "dctcp+cassini" -> ("dctcp", True)."""
+    if label.endswith(SHIFTS_SUFFIX):
+        return label[: -len(SHIFTS_SUFFIX)], True
+    return label, False
+
+
+def base_of(label: str) -> str | None:
+    """The base CC whose run of the same round a row's gain is over ("mltcp-reno:slope=8" ->
+    "reno", "dctcp+cassini" and "mltcp-dctcp+cassini" -> "dctcp"); None for a base CC alone."""
+    cc, shifted = row_cc(label)
     variant = CCSpec.from_dict(cc, "--ccs").canonical  # "mltcp-reno:slope=8" -> "mltcp-reno"
-    return variant[len("mltcp-"):] if variant.startswith("mltcp-") else None
+    if variant.startswith("mltcp-"):
+        return variant[len("mltcp-"):]
+    return variant if shifted else None
 
 
 def finished_results(sweep: Sweep) -> list:
@@ -45,7 +60,9 @@ def scenario_rows(name: str, results: list, ccs: list[str],
     rtos = {key: timeouts_per_iteration(summary.tcp_counters, [j.iterations for j in summary.jobs.values()])
             for key, summary in summaries.items()}
     steal = {key: host_steal(summary) for key, summary in summaries.items()}
-    prediction = _prediction(summaries.values())
+    faithful = {key: summary.fidelity.verdict if summary.fidelity else None for key, summary in summaries.items()}
+    predicted = prediction_values(summaries.values())
+    prediction = "-" if predicted is None else f"{predicted[0]:.2f} / {predicted[1]:.2f}"
     rows = []
     for cc in ccs:
         runs = [v for (label, _), v in per_run.items() if label == cc]
@@ -62,7 +79,10 @@ def scenario_rows(name: str, results: list, ccs: list[str],
                "steady_p99": [t.slowdown_p99 for (label, _), t in tails.items() if label == cc and t],
                "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
                "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
-               "apart": [v for (label, _), v in apart.items() if label == cc and v is not None]}
+               "apart": [v for (label, _), v in apart.items() if label == cc and v is not None],
+               "faithful": [v for (label, _), v in faithful.items() if label == cc],
+               "vs_cassini": [] if predicted is None else
+               [v[(ALL_SCOPE, "slowdown_mean")] / predicted[0] - 1 for v in runs if v[(ALL_SCOPE, "slowdown_mean")]]}
         base = base_of(cc)
         if base:
             row["gain_mean"], row["gain_p99"] = [], []
@@ -143,24 +163,37 @@ def host_steal(summary: RunSummary) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _prediction(summaries) -> str:
-    """CASSINI's predicted slowdown (best shifts / phases aligned), averaged over the jobs that
+def prediction_values(summaries) -> tuple[float, float] | None:
+    """CASSINI's predicted slowdown (best shifts, phases aligned), averaged over the jobs that
     share a link, from the first run's summary that has one: every run of a scenario carries
     the same prediction, since it depends on the config only."""
     for summary in summaries:
         pred = summary.cassini or {}
         jobs = [j for j in (pred.get("jobs") or {}).values() if j.get("links")]
         if jobs:
-            best = sum(j["slowdown"] for j in jobs) / len(jobs)
-            aligned = sum(j["aligned_slowdown"] for j in jobs) / len(jobs)
-            return f"{best:.2f} / {aligned:.2f}"
-    return "-"
+            return (sum(j["slowdown"] for j in jobs) / len(jobs),
+                    sum(j["aligned_slowdown"] for j in jobs) / len(jobs))
+    return None
 
 
-HEADERS = ["scenario", "cc", "runs", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
+def faithful_text(verdicts: list[str | None]) -> str:
+    """"k of n": the runs whose emulation kept its invariants (summary.json fidelity.verdict);
+    runs that were not checked (older runs, run.fidelity: false) count in n, not in k."""
+    return f"{sum(v == 'faithful' for v in verdicts)} of {len(verdicts)}" if verdicts else "-"
+
+
+def pct_ci(values: list[float]) -> str:
+    """Mean ± 95% CI of shares as signed percentages: "+12 ± 3%"."""
+    if not values:
+        return "-"
+    m, _, half = mean_ci95(list(values))
+    return f"{m * 100:+.0f}%" if half is None else f"{m * 100:+.0f} ± {half * 100:.0f}%"
+
+
+HEADERS = ["scenario", "cc", "runs", "faithful", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
            "converged", "median conv. iter", f"apart by {APART_WITHIN}; first; relapses", "CASSINI best / aligned",
-           f"last {LAST_ITERATIONS}: slowdown mean / p99", f"last {LAST_ITERATIONS}: gain mean / p99",
-           "RTOs / iteration", "host steal"]
+           "vs CASSINI best", f"last {LAST_ITERATIONS}: slowdown mean / p99",
+           f"last {LAST_ITERATIONS}: gain mean / p99", "RTOs / iteration", "host steal"]
 
 
 def format_row(row: dict) -> list[str]:
@@ -169,9 +202,10 @@ def format_row(row: dict) -> list[str]:
         f"{conv[0] * 100:.0f}% of {conv[1]} [{conv[2][0] * 100:.0f}–{conv[2][1] * 100:.0f}]"
     median = row["median_conv"]
     med_text = "-" if conv is None else ("never" if median is None else f"{median:.0f}")
-    return [row["scenario"], row["cc"], str(row["runs"]), mean_ci(row["slowdown"]), mean_ci(row["slowdown_p99"]),
+    return [row["scenario"], row["cc"], str(row["runs"]), faithful_text(row.get("faithful", [])),
+            mean_ci(row["slowdown"]), mean_ci(row["slowdown_p99"]),
             mean_ci(row.get("gain_mean", [])), mean_ci(row.get("gain_p99", [])), conv_text, med_text,
-            apart_text(row.get("apart", [])), row["cassini"],
+            apart_text(row.get("apart", [])), row["cassini"], pct_ci(row.get("vs_cassini", [])),
             f"{mean_ci(row['steady'])} / {mean_ci(row['steady_p99'])}",
             "-" if not row.get("steady_gain") else f"{mean_ci(row['steady_gain'])} / {mean_ci(row['steady_gain_p99'])}",
             mean_ci(row["rtos"]), mean_ci(row.get("steal", []))]

@@ -28,7 +28,10 @@ many minutes of measuring (counted from the first run, not while waiting for the
 later).
 
 A CC may carry MLTCP parameters, `--ccs reno,mltcp-reno,mltcp-reno:slope=12` (mn_harness.cc.spec's
-one-string form): each variant's gain is over its base CC's run of the same round.
+one-string form), and `+cassini` runs it with CASSINI's time shifts (`run.shifts: cassini`,
+mn_harness/jobs/shifts.py): `--ccs dctcp,mltcp-dctcp,dctcp+cassini,mltcp-dctcp+cassini` compares the
+base CC, MLTCP, CASSINI's shifts and the two together; each row's gain is over its base CC's run
+of the same round.
 
 Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs reno,mltcp-reno]
            [--repeat 5] [--iterations 50] [--budget-min 25] [--out results]
@@ -46,7 +49,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common import DEFAULT_LOCK, TOPOLOGIES, ChunkedLock  # bench/common.py, which makes the package importable
-from repro_table import DEFAULT_LENGTHS, table
+from repro_table import DEFAULT_LENGTHS, row_cc, table
 
 from mn_harness.config import Experiment
 from mn_harness.config.loader import read_experiment_file
@@ -128,6 +131,9 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "periods": ("partial-periods.yaml", []),
     "circular": ("circular-3leaf.yaml", []),
     "leafspine": ("leaf-spine.yaml", []),
+    # ... with ECMP: each flow hashed onto one of the equal-cost spines, so which jobs share
+    # which uplinks (and whether their affinity graph has a loop) is the hash's
+    "leafspine-ecmp": ("leaf-spine.yaml", [("routing", "ecmp")]),
     "overload": ("overload-4jobs.yaml", []),
 }
 DEFAULT_CCS = "reno,mltcp-reno,cubic,mltcp-cubic"
@@ -142,6 +148,7 @@ def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     file, fixed = SUITE[name] if name in SUITE else (name, [])
     raw = read_experiment_file(TOPOLOGIES / file)
     raw = apply_variant(raw, [*fixed, *changes], create=True)
+    raw.setdefault("run", {}).setdefault("shifts", False)  # off; the CC+cassini rows set it
     if iterations:
         exp = apply_scaling(Experiment.from_dict(raw))
         plan = NetworkPlan(exp)
@@ -153,9 +160,16 @@ def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     return raw
 
 
-def round_robin(ccs: list[str], repeat: int) -> list[dict]:
-    return [{"label": cc, "cc": cc, "set": [], "repetition": rep, "results_dir": None}
-            for rep in range(repeat) for cc in ccs]
+def round_robin(rows: list[str], repeat: int) -> list[dict]:
+    """Repetition 1 of every row, then repetition 2, ...; a row `CC+cassini` runs CC with CASSINI's
+    time shifts (run.shifts: cassini)."""
+    out = []
+    for rep in range(repeat):
+        for label in rows:
+            cc, shifted = row_cc(label)
+            out.append({"label": label, "cc": cc, "set": [["run.shifts", "cassini"]] if shifted else [],
+                        "repetition": rep, "results_dir": None})
+    return out
 
 
 def runner(budget_s: float | None, lock: ChunkedLock):

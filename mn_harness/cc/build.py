@@ -25,7 +25,7 @@ from mn_harness.bpf.errors import BpfError, BpfUnavailable
 from mn_harness.bpf.toolchain import ObjectBuilder
 from mn_harness.cc.errors import CCError, CCUnavailable
 from mn_harness.cc.spec import CCSpec
-from mn_harness.cc.variants import BPF_VARIANTS, MIN_ITERATION_FRACTION
+from mn_harness.cc.variants import ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE, BPF_VARIANTS, MIN_ITERATION_FRACTION
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 FP_ONE = 1024  # fixed point used in mltcp_common.h (MLTCP_FP_SHIFT = 10)
@@ -36,16 +36,18 @@ def default_cache_dir() -> Path:
     return toolchain.default_cache_dir("cc", "MN_HARNESS_CC_CACHE")
 
 
-def fixed_params(spec: CCSpec) -> tuple[int, int, int, int]:
-    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1) as compiled into the program."""
-    slope, intercept, gap = spec.resolved()
-    return round(slope * FP_ONE), round(intercept * FP_ONE), round(gap * 1e9), int(spec.restart)
+def fixed_params(spec: CCSpec) -> tuple[int, int, int, int, int]:
+    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1, adapt 0/1) as compiled into the
+    program."""
+    p = spec.resolved()
+    return round(p.slope * FP_ONE), round(p.intercept * FP_ONE), round(p.idle_gap_s * 1e9), int(p.restart), \
+        int(p.adapt)
 
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:
-    slope_fp, intercept_fp, gap_ns, restart = fixed_params(spec)
-    flag = "|restart" if restart else ""  # absent when off: the tags of earlier builds stay
-    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{flag}|{salt}"
+    slope_fp, intercept_fp, gap_ns, restart, adapt = fixed_params(spec)
+    flags = ("|restart" if restart else "") + ("|adapt" if adapt else "")
+    text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{flags}|{salt}"
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
@@ -87,7 +89,7 @@ class Builder(ObjectBuilder):
     def build(self, spec: CCSpec, tag: str) -> Path:
         """Compile `spec` under kernel name prefix+tag; return the cached object path."""
         variant = BPF_VARIANTS[spec.canonical]
-        slope_fp, intercept_fp, gap_ns, restart = fixed_params(spec)
+        slope_fp, intercept_fp, gap_ns, restart, adapt = fixed_params(spec)
         defines = [
             f"-DMLTCP_NAME={kernel_name_for(spec, tag)}",
             f"-DMLTCP_TELEM={telemetry_map_name(tag)}",
@@ -96,6 +98,10 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_INTERCEPT_FP={intercept_fp}",
             f"-DMLTCP_IDLE_GAP_NS={gap_ns}ULL",
             f"-DMLTCP_RESTART={restart}",
+            f"-DMLTCP_ADAPT={adapt}",
+            f"-DMLTCP_ADAPT_GAIN_FP={round(ADAPT_GAIN * FP_ONE)}",
+            f"-DMLTCP_ADAPT_PATIENCE={ADAPT_PATIENCE}",
+            f"-DMLTCP_ADAPT_DROP_FP={round(ADAPT_DROP * FP_ONE)}",
             f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():

@@ -49,7 +49,7 @@ STRUCT_OPS_IN_USE = "BPF_STRUCT_OPS_STATE_INUSE"  # registered (TOBEFREE: unregi
 FREE_WAIT_S = 15.0  # how long release_struct_ops waits for the kernel to free an unregistered map
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,15}$")
 _KEY = struct.Struct("<IIHHI")  # struct mltcp_key
-_ROW = struct.Struct("<QQQQQII")  # struct mltcp_row
+_ROW = struct.Struct("<QQQQQIIII")  # struct mltcp_row
 
 
 def available_congestion_controls() -> list[str]:
@@ -214,8 +214,7 @@ class CongestionControlManager:
         self.builder.tools = check_toolchain()
         if self._bpftool_exe is None:
             self._bpftool_exe = self.builder.tools["bpftool"]
-        slope, intercept, gap = spec.resolved()
-        params = {"slope": slope, "intercept": intercept, "idle_gap_s": gap, "restart": spec.restart}
+        params = spec.resolved()._asdict()
         for attempt in range(4):
             salt = "" if attempt == 0 else f"{os.getpid()}.{id(self)}.{attempt}"
             tag = instance_tag(spec, salt)
@@ -319,7 +318,7 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
     rows = []
     for elem in json.loads(proc.stdout or "[]"):
         saddr, daddr, sport, dport, iteration = _KEY.unpack(_bytes(elem["key"]))
-        nbytes, believed, learned, start_ns, end_ns, f_fp, final = _ROW.unpack(
+        nbytes, believed, learned, start_ns, end_ns, f_fp, final, slope_fp, _ = _ROW.unpack(
             _bytes(elem["value"]))
         rows.append({
             "cc": inst.spec.canonical,
@@ -334,6 +333,7 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
             "start_s": start_ns / 1e9,
             "end_s": end_ns / 1e9 if end_ns else None,
             "f_last": f_fp / 1024,
+            "slope": slope_fp / 1024,
             "final": bool(final),
         })
     return rows

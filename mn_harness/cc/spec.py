@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name, idle_gap_for_compute
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap", "restart")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt")
+_SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 
 
@@ -49,6 +51,16 @@ def _number(value, path: str) -> float:
     return number
 
 
+class Resolved(NamedTuple):
+    """A BPF variant's parameters with its defaults filled in: what is compiled into the program."""
+
+    slope: float
+    intercept: float
+    idle_gap_s: float
+    restart: bool
+    adapt: bool
+
+
 @dataclass(frozen=True)
 class CCSpec:
     """One job's congestion control. None parameters mean "the variant's default"; a job fills
@@ -61,8 +73,11 @@ class CCSpec:
     # An MLTCP variant beyond the paper: at each new iteration the window restarts from the
     # initial window (as Linux's slow start after idle does, but only at the iteration
     # boundaries MLTCP sees), so a phase that starts while another ends does not begin with
-    # the whole window its last phase ended with (docs/cc.md#restart)
-    restart: bool = False
+    # the whole window its last phase ended with (docs/cc.md#restart). None: the variant's default
+    restart: bool | None = None
+    # The step that adapts: the socket searches (slope, restart) while that makes its iterations
+    # faster, and runs as its base CC otherwise (docs/cc.md#the-adaptive-step). None: default
+    adapt: bool | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -73,7 +88,7 @@ class CCSpec:
 
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
-        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart}, or
+        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart, adapt}, or
         the same in one string, `name:key=value:...` (e.g. `mltcp-reno:slope=8:idle_gap=100ms`),
         so a command line's comma-separated --cc list and a sweep's CC labels can carry
         parameters."""
@@ -98,15 +113,16 @@ class CCSpec:
             if value.get("intercept") is not None else None
         gap = parse_idle_gap(value["idle_gap"], f"{path}.idle_gap") \
             if value.get("idle_gap") is not None else None
-        restart = _flag(value["restart"], f"{path}.restart") if value.get("restart") is not None \
-            else False
+        switches = {key: _flag(value[key], f"{path}.{key}") if value.get(key) is not None else None
+                    for key in _SWITCHES}
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
         for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                               ("idle_gap_s", gap), ("restart", restart), ("idle_gap_derived", False)):
+                               ("idle_gap_s", gap), *switches.items(), ("idle_gap_derived", False)):
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
-        return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=restart)
+        return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=switches["restart"],
+                   adapt=switches["adapt"])
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -116,8 +132,9 @@ class CCSpec:
                                 f"(known: {', '.join(sorted({*BPF_VARIANTS, *KERNEL_BUILTINS}))})")
         variant = BPF_VARIANTS.get(name)
         if variant is None or not variant.mltcp:
-            if self.restart:
-                raise CCConfigError(f"{path}.restart", f"only the mltcp-* variants take restart, not {name}")
+            for key in _SWITCHES:
+                if getattr(self, key) is not None:
+                    raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take {key}, not {name}")
             for key in ("slope", "intercept"):
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "
@@ -127,7 +144,7 @@ class CCSpec:
                                 f"not kernel {name}")
         if variant is None:
             return
-        slope, intercept, _ = self.resolved()
+        slope, intercept, *_ = self.resolved()
         if not -64 <= slope <= 64:
             raise CCConfigError(f"{path}.slope", f"{slope} outside [-64, 64]")
         if not 0 < intercept <= 64:
@@ -172,14 +189,16 @@ class CCSpec:
         variant = BPF_VARIANTS.get(self.canonical)
         return variant is not None and variant.needs_ecn
 
-    def resolved(self) -> tuple[float, float, float]:
-        """(slope, intercept, idle_gap_s) with variant defaults filled in (BPF variants only; the
-        idle gap of a spec that no job has filled in is the upper bound DEFAULT_IDLE_GAP_S)."""
+    def resolved(self) -> Resolved:
+        """The parameters with the variant's defaults filled in (BPF variants only; the idle gap
+        of a spec that no job has filled in is the upper bound DEFAULT_IDLE_GAP_S)."""
         variant = BPF_VARIANTS[self.canonical]
-        return (
+        return Resolved(
             variant.default_slope if self.slope is None else self.slope,
             variant.default_intercept if self.intercept is None else self.intercept,
             variant.default_idle_gap_s if self.idle_gap_s is None else self.idle_gap_s,
+            variant.default_restart if self.restart is None else self.restart,
+            variant.default_adapt if self.adapt is None else self.adapt,
         )
 
 

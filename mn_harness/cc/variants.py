@@ -5,26 +5,15 @@ names are BPF programs, which source file, which kernel-name prefix, which defau
 To add a variant: write mn_harness/cc/bpf/<file>.bpf.c using mltcp_common.h and add a
 row here (see docs/cc.md, "Adding your own variant").
 
-Default MLTCP parameters, chosen by measurement (bench/interleave.py on the demo,
-topologies/dumbbell-2jobs.yaml, 40 iterations, job2 offset 20 ms; the tables in
-docs/notebook/2026-11-30-mltcp-defaults.md, why in docs/cc.md, "Parameters and defaults"):
-  slope = 4, intercept = 1 -> F runs from 1 at the start of an iteration's communication to
-      5 at its end. Of the 12-point slope x intercept grid this was the best (1.06x of the
-      isolated ideal, interleaved after iteration 6 in the sweep run; 1.07-1.14x in
-      repeats); larger slope/intercept ratios converged faster, intercept 1 kept the start
-      of each phase as aggressive as the base CC. Larger slopes were measured later
-      (bench/reproduce.py, docs/notebook/2026-12-01-mltcp-slope-beyond-4.md): slope 32 interleaved three compatible
-      jobs within 10 iterations in 5 of 5 runs (slope 4: 0 of 5) but made the p99 worse than
-      slope 4 wherever the jobs could not interleave (partial, circular, stragglers, 4 jobs),
-      so 4 stays the default and `mltcp-reno:slope=32` is the choice for compatible jobs.
-  idle_gap = 50 ms -> at 10 ms, 15-30% of the demo's iterations were split in two: under
-      contention the pause between the two ring steps reached 60 ms, which resets
-      bytes_ratio mid-iteration; at 50 ms no iteration was split (compute is 300 ms).
-      It must stay below the compute phase, or no iteration boundary is ever seen and F stays 1
-      (a job computing 50 ms behaved exactly like its base CC at 50 ms), and above the pauses
-      inside an iteration, which grow with contention (three jobs on one link: 10-40% of the
-      iterations split at 50 ms). Hence the default is derived from the job
-      (`idle_gap_for_compute`): half its compute time, within [1 ms, 1 s].
+The MLTCP variants' defaults (below; why, with the measurements: docs/cc.md, "Parameters and
+defaults"): a steep search, slope 32 with intercept 1 and `restart`, that gives itself up where
+it stops making the socket's iterations faster (`adapt`), and an idle gap derived from the job.
+  idle_gap: half the job's compute time, within [1 ms, 1 s] (`idle_gap_for_compute`). A fixed
+      10 ms split 15-30% of the two-job demo's iterations in two (under contention the pause
+      between the two ring steps reached 60 ms, which resets bytes_ratio mid-iteration); a
+      fixed 50 ms split 10-40% of the iterations of three jobs on one link, and saw no boundary
+      at all of a job computing 50 ms (F stayed 1). The gap must stay below the compute phase
+      and above the pauses inside an iteration, which grow with contention.
 """
 
 from __future__ import annotations
@@ -40,8 +29,27 @@ from dataclasses import dataclass
 # whose bytes vary. A rejected pause keeps counting bytes, and the estimate self-corrects
 # upward, since only splits are rejected. Compiled in (mltcp_common.h MLTCP_MIN_ITER_FRAC_FP).
 MIN_ITERATION_FRACTION = 0.75
-DEFAULT_SLOPE = 4.0
+# The variants' defaults (docs/cc.md#parameters-and-defaults, measured with bench/reproduce.py:
+# docs/notebook/2026-12-05-defaults-by-name-and-cassini.md): a steep search (slope 32, restart)
+# while it makes the socket's iterations faster, the base CC once it does not (`adapt`,
+# mltcp_common.h mltcp_adapt). Slope 32 with restart separated compatible jobs within ~10
+# iterations where slope 4 took tens or never; held for a whole run it cost the tail where no
+# schedule exists (partial: p99 0.81x of reno's, 0.90x of dctcp's). The end of the search bounds
+# that cost in time (by name, partial's sockets ran as reno from iterations 11-20 on), not the
+# cost of the first search: over a 50-iteration run the p99 is still slope 32's.
+DEFAULT_SLOPE = 32.0
 DEFAULT_INTERCEPT = 1.0
+DEFAULT_RESTART = True
+DEFAULT_ADAPT = True
+# The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
+# bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
+# so far (a phase moving out of an overlap gains more; a separated job's rates stay within
+# it). The search ends after 8 iterations without progress: separating four DCTCP jobs started
+# together took up to 6 between two steps of progress. A new search starts after 2 iterations
+# in a row 1/4 under the usual rate (relapses drop further; fair sharing varies less).
+ADAPT_GAIN = 0.125
+ADAPT_PATIENCE = 8
+ADAPT_DROP = 0.25
 DEFAULT_IDLE_GAP_S = 0.050   # a spec no job has filled in (the demo's measured value)
 MIN_IDLE_GAP_S = 0.001       # below ~1 ms the pauses between ring steps would split iterations
 MAX_DERIVED_IDLE_GAP_S = 1.0  # a derived gap needs no more: pauses within an iteration are shorter
@@ -67,6 +75,8 @@ class Variant:
     default_slope: float = DEFAULT_SLOPE
     default_intercept: float = DEFAULT_INTERCEPT
     default_idle_gap_s: float = DEFAULT_IDLE_GAP_S
+    default_restart: bool = DEFAULT_RESTART
+    default_adapt: bool = DEFAULT_ADAPT
 
 
 BPF_VARIANTS: dict[str, Variant] = {
@@ -76,7 +86,7 @@ BPF_VARIANTS: dict[str, Variant] = {
         Variant("mltcp-cubic", "mltcp_cubic.bpf.c", "mlcubic_", mltcp=True),
         Variant("mltcp-dctcp", "mltcp_dctcp.bpf.c", "mldctcp_", mltcp=True, needs_ecn=True),
         Variant("dctcp", "mltcp_dctcp.bpf.c", "bdctcp_", mltcp=False, needs_ecn=True,
-                default_slope=0.0, default_intercept=1.0),
+                default_slope=0.0, default_intercept=1.0, default_restart=False, default_adapt=False),
     )
 }
 

@@ -69,15 +69,16 @@ def size(nbytes: int) -> Any:
 
 
 def cc_to_raw(cc: CCSpec) -> Any:
-    """A name, or {name, slope, intercept, idle_gap, restart} with only the parameters that were set (an
+    """A name, or {name, slope, intercept, idle_gap, restart, adapt} with only the parameters that were set (an
     idle gap derived from the job is left out: the loader derives the same one again, and it
     follows the compute time if the file is edited)."""
-    _covers(cc, {"name", "slope", "intercept", "idle_gap_s", "restart", "idle_gap_derived"})
+    _covers(cc, {"name", "slope", "intercept", "idle_gap_s", "restart", "adapt", "idle_gap_derived"})
     params: dict[str, Any] = {k: v for k, v in (("slope", cc.slope), ("intercept", cc.intercept)) if v is not None}
     if cc.idle_gap_s is not None and not cc.idle_gap_derived:
         params["idle_gap"] = duration(cc.idle_gap_s)
-    if cc.restart:
-        params["restart"] = True
+    for key in ("restart", "adapt"):
+        if getattr(cc, key) is not None:
+            params[key] = getattr(cc, key)
     return {"name": cc.name, **params} if params else cc.name
 
 
@@ -191,7 +192,8 @@ def job_to_raw(job: JobConfig) -> dict:
 
 def run_to_raw(run: RunConfig) -> dict:
     _covers(run, {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin_s",
-                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity"})
+                  "isolated", "timeout_s", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity",
+                  "shifts"})
     raw: dict[str, Any] = {
         "dataplane": run.dataplane,
         "seed": run.seed,
@@ -208,6 +210,8 @@ def run_to_raw(run: RunConfig) -> dict:
     }
     if run.timeout_s is not None:
         raw["timeout"] = duration(run.timeout_s)
+    if run.shifts.enabled:
+        raw["shifts"] = run.shifts.to_yaml()
     return raw
 
 

@@ -20,6 +20,7 @@ from mn_harness.config.fidelity import FidelityThresholds
 from mn_harness.config.forms import DEFAULT_COLLECTIVE, FORMS, parse_iteration
 from mn_harness.config.forms import KEYS as FORM_KEYS
 from mn_harness.config.presets import Preset, ScaleConfig, ScaledWorkload
+from mn_harness.config.shifts import ShiftSchedule
 from mn_harness.config.workload import (
     MAX_COMPUTE_S,
     CommPhase,
@@ -359,11 +360,12 @@ class RunConfig:
     queue_telemetry: bool | tuple[str, ...] = True  # sampled egress queues (config/ecn.py)
     warmup: int = DEFAULT_WARMUP  # first iterations of each job left out of the statistics
     fidelity: FidelityThresholds = FidelityThresholds()  # the emulation's checks (config/fidelity.py)
+    shifts: ShiftSchedule = ShiftSchedule()  # CASSINI's time shifts as a baseline (config/shifts.py)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> RunConfig:
         allowed = {"dataplane", "seed", "output_dir", "slow_start_after_idle", "throughput_bin",
-                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity"}
+                   "isolated", "timeout", "gso_max_segs", "tcp_ecn", "queue_telemetry", "warmup", "fidelity", "shifts"}
         check_keys(raw, path, allowed)
         dataplane = raw.get("dataplane", "auto")
         if dataplane not in DATAPLANES:
@@ -398,6 +400,7 @@ class RunConfig:
                                                   f"{path}.queue_telemetry"),
             warmup=warmup,
             fidelity=FidelityThresholds.from_dict(raw.get("fidelity", True), f"{path}.fidelity"),
+            shifts=ShiftSchedule.from_dict(raw.get("shifts"), f"{path}.shifts"),
         )
 
 

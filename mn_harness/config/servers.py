@@ -184,6 +184,9 @@ def check_cluster(experiment: Any) -> None:
                           "machine): use shortest with `servers`")
     if experiment.run.isolated:
         raise ConfigError("run.isolated", "not with `servers` (run each job alone as its own experiment)")
+    if experiment.run.shifts.enabled:
+        raise ConfigError("run.shifts", "not with `servers` (its scheduler follows every job's workers from one "
+                          "machine)")
     for i, job in enumerate(experiment.jobs):
         for phase in job.comm_phases:
             if collectives.get(phase.collective).engine != collectives.SYNTHETIC:

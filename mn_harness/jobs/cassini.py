@@ -259,7 +259,35 @@ class Circle:
                            key=lambda r: self._cost(r, loads, caps))
         around = {j: sorted({(rotation[j] + d) % self.ticks[j] for d in range(-step[j], step[j] + 1)})
                   for j in free}
-        return self._descend(rotation, around, loads, caps)
+        return self._centre(self._descend(rotation, around, loads, caps), free, loads, caps)
+
+    def _centre(self, rotation: Mapping[str, int], jobs: Sequence[str], loads: Mapping[str, Mapping[str, float]],
+                caps: Mapping[str, float]) -> dict[str, int]:
+        """Each of `jobs` in turn moved to the middle of the run of neighbouring rotations that
+        cost what its rotation costs (the others where they are). Why: where the phases fit with
+        room to spare many rotations score the same, and the search returns the first, a phase
+        that ends where the next begins; real phases run longer than the ideal (headers, the
+        window's ramp), so a runnable shift keeps the room on both sides (run.shifts,
+        jobs/shifts.py). Repeated until no job moves, so the room is shared out evenly."""
+        rot = dict(rotation)
+        for _ in range(MAX_PASSES):  # again until none moves: three or more jobs spread out evenly
+            moved = False
+            for j in jobs:
+                n = self.ticks[j]
+                cost = self._cost(rot, loads, caps)
+                ends = []
+                for direction in (-1, 1):
+                    d = 0
+                    while abs(d) < n // 2 and self._cost({**rot, j: (rot[j] + d + direction) % n}, loads, caps) \
+                            <= cost + 1e-12:
+                        d += direction
+                    ends.append(d)
+                shift = (ends[0] + ends[1]) // 2
+                if shift:
+                    rot[j], moved = (rot[j] + shift) % n, True
+            if not moved:
+                break
+        return rot
 
     def _descend(self, rotation: Mapping[str, int], grids: Mapping[str, Sequence[int]],
                  loads: Mapping[str, Mapping[str, float]], caps: Mapping[str, float]) -> dict[str, int]:

@@ -24,6 +24,7 @@ from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.errors import JobError
 from mn_harness.jobs.ideal import ideal_iteration_s
+from mn_harness.jobs.shifts import ShiftDriver, ShiftScheduler, job_shifts
 from mn_harness.jobs.specs import worker_specs, worker_stem
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.progress import format_eta, run_eta_s
@@ -81,6 +82,7 @@ class JobLauncher:
         self.workers: list[WorkerProcess] = []
         self._on_change = on_change
         self.t0: float | None = None
+        self.shift_driver: ShiftDriver | None = None  # run.shifts: keeps the jobs on CASSINI's shifts
 
     def specs(self) -> list[tuple[str, WorkerSpec]]:
         return worker_specs(self.experiment, self.network.plan, self.raw_dir, self.cc_names)
@@ -146,7 +148,24 @@ class JobLauncher:
         for w in self.workers:
             w.stdin.write(f"GO {self.t0!r}\n".encode())
             w.stdin.flush()
+        if self.experiment.run.shifts.enabled:
+            paths: dict[str, list[str]] = {}
+            for w in self.workers:
+                paths.setdefault(w.job, []).append(w.spec.iterations_path)
+            scheduler = ShiftScheduler(job_shifts(self.experiment, self.network.plan), self.experiment.run.shifts.drift)
+            self.shift_driver = ShiftDriver(scheduler, paths, self.send_line)
         return self.t0
+
+    def send_line(self, job: str, line: str) -> None:
+        """One line to every worker of `job` that is still running (the shift scheduler's holds)."""
+        for w in self.workers:
+            if w.job != job or w.proc.poll() is not None:
+                continue
+            try:
+                w.stdin.write(f"{line}\n".encode())
+                w.stdin.flush()
+            except OSError:  # it exited meanwhile: its iterations are over
+                pass
 
     def socket_cc(self) -> dict[str, list[str]]:
         """Per torch job, the congestion controls the kernel reported on its workers'
@@ -199,6 +218,10 @@ class JobLauncher:
                 last_report = now
             if on_tick is not None:
                 on_tick()
+            if self.shift_driver is not None:
+                for c in self.shift_driver.tick():
+                    self.log(f"shifts: {c.job} off its CASSINI shift, held {c.delay_s * 1e3:.0f} ms "
+                             f"at iteration {c.iteration}")
             time.sleep(0.2)
 
     def _progress_line(self, totals: dict[str, int]) -> str:

@@ -20,6 +20,7 @@ from mn_harness import collectives
 from mn_harness.config import Experiment
 from mn_harness.jobs.delays import compute_plan
 from mn_harness.jobs.program import job_program, require_scaled
+from mn_harness.jobs.shifts import start_shifts
 from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
@@ -40,6 +41,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
     out = []
     job_ids = experiment.job_ids()
     transport = json.loads(os.environ.get(TRANSPORT_ENV) or "{}")
+    shifts = start_shifts(experiment, plan)  # run.shifts: CASSINI's, added to the start offsets
     for job in experiment.jobs:
         require_scaled(job)
         job_id = job_ids[job.name]
@@ -54,7 +56,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
                 src_port=source_port(job_id),
                 collective=job.collective, bytes_per_iteration=job.bytes_per_iteration,
                 compute_s=job.compute_s, iterations=job.iterations,
-                start_offset_s=job.start_offset_s, cc=cc_names[job.name],
+                start_offset_s=job.start_offset_s + shifts.get(job.name, 0.0), cc=cc_names[job.name],
                 iterations_path=str(stem) + ".iterations.jsonl",
                 throughput_path=str(stem) + ".throughput.jsonl",
                 bin_s=experiment.run.throughput_bin_s,

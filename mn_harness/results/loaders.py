@@ -169,7 +169,7 @@ def _iteration(r: dict[str, str]) -> IterationRow:
                         t_comm_end=_finite(r["t_comm_end"]), iter_time=_finite(r["iter_time"]),
                         comm_time=_finite(r["comm_time"]), bytes_sent=_int(r["bytes_sent"]),
                         cpu_s=_opt(r.get("cpu_s"), _finite), send_lag_mean_s=_opt(r.get("send_lag_mean_s"), _finite),
-                        send_lag_max_s=_opt(r.get("send_lag_max_s"), _finite))
+                        send_lag_max_s=_opt(r.get("send_lag_max_s"), _finite), hold_s=_opt(r.get("hold_s"), _finite))
 
 
 def _phase(r: dict[str, str]) -> PhaseRow:

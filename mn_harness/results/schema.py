@@ -30,7 +30,8 @@ PHASES_CSV = "phases.csv"
 
 # iterations.csv: one row per job, rank and iteration
 ITERATION_COLUMNS = ("job", "rank", "iteration", "t_start", "t_comm_start", "t_comm_end",
-                     "iter_time", "comm_time", "bytes_sent", "cpu_s", "send_lag_mean_s", "send_lag_max_s")
+                     "iter_time", "comm_time", "bytes_sent", "cpu_s", "send_lag_mean_s", "send_lag_max_s",
+                     "hold_s")
 # phases.csv: one row per job, rank, iteration and phase the rank took part in
 PHASE_COLUMNS = ("job", "rank", "iteration", "phase", "name", "kind", "collective", "bytes",
                  "t_start", "t_end", "duration", "bytes_sent", "planned_s", "delay_s")
@@ -50,7 +51,7 @@ CPU_COLUMNS = ("t", "interval_s", "busy", "steal")
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
 CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
                         "final", "iteration", "kernel_name", "learned_bytes_per_iteration",
-                        "params", "src", "start_s")
+                        "params", "slope", "src", "start_s")
 
 
 def queue_columns(job_names: Iterable[str]) -> list[str]:
@@ -78,6 +79,9 @@ class IterationRow:
     # iteration's sends); None where not measured (torch workers, older runs)
     send_lag_mean_s: float | None = None
     send_lag_max_s: float | None = None
+    # how long the harness's shift scheduler held the iteration at its start (run.shifts,
+    # jobs/shifts.py; counted in iter_time); None without it
+    hold_s: float | None = None
 
     @classmethod
     def from_worker(cls, record: Mapping[str, Any]) -> IterationRow:
@@ -91,7 +95,7 @@ class IterationRow:
                    t_comm_start, t_comm_end, round(t_end - t_start, 6),
                    round(t_comm_end - t_comm_start, 6), int(record["bytes_sent"]),
                    *(None if record.get(k) is None else float(record[k])
-                     for k in ("cpu_s", "send_lag_mean_s", "send_lag_max_s")))
+                     for k in ("cpu_s", "send_lag_mean_s", "send_lag_max_s", "hold_s")))
 
 
 @dataclass(frozen=True)

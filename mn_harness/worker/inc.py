@@ -53,6 +53,7 @@ from mn_harness.p4.limits import AGG_PORT_BASE
 from mn_harness.p4.limits import AGG_VECLEN as VECLEN
 from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS-1
 from mn_harness.worker.bins import SendBins, throughput_line
+from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import record
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -339,6 +340,7 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
         raise SystemExit(f"worker: inc_allreduce socket: {exc}") from None
     print("READY", flush=True)
     t0 = wait_for_go()
+    holds = Holds(sys.stdin).start()
     bins = SendBins(t0, spec.bin_s)
     session.on_send = bins.add
     start = t0 + spec.start_offset_s
@@ -348,8 +350,9 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
             t_start, cpu_start = time.monotonic(), time.process_time()
+            hold = holds.take(iteration)
             seconds = spec.durations(iteration)[0]
-            time.sleep(seconds)
+            time.sleep(hold + seconds)
             t_compute_end = time.monotonic()
             values = rotate(mine, iteration)
             t_comm_start = time.monotonic()
@@ -369,11 +372,12 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
                 "t_comm_end": round(t_comm_end - t0, 6), "bytes_sent": stats["bytes_sent"],
-                "t_end": round(t_comm_end - t0, 6), "cpu_s": round(time.process_time() - cpu_start, 6),
+                "t_end": round(t_comm_end - t0, 6), "hold_s": round(hold, 6),
+                "cpu_s": round(time.process_time() - cpu_start, 6),
                 "saturated": clipped[spec.rank], "sat_chunks": len(stats["sat_chunks"]),
                 "retransmits": stats["retransmits"],
                 "phases": [
-                    record(0, "compute", "compute", "", None, t_start - t0, t_compute_end - t0,
+                    record(0, "compute", "compute", "", None, t_start + hold - t0, t_compute_end - t0,
                            planned=spec.means()[0], delay=seconds - spec.means()[0]),
                     record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,
                            t_comm_start - t0, t_comm_end - t0, stats["bytes_sent"])],

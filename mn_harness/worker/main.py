@@ -5,6 +5,8 @@ Protocol with the harness (stdin/stdout, one line each):
   harness -> `GO <t0>` where t0 is a CLOCK_MONOTONIC time shared by every worker of every job
   (one machine, one monotonic clock), so start offsets are exact and connection set-up jitter
   does not decide by chance whether jobs overlap;
+  harness -> `DELAY <iteration> <seconds>` at any time after GO, with `run.shifts`: hold that
+  iteration's start (worker/holds.py);
   worker -> `DONE` at the end.
 Each iteration runs the job's program (worker/program.py: compute phases by sleeping,
 collectives over one persistent full-duplex TCP connection per pair of ranks that talk, each
@@ -24,6 +26,7 @@ from mn_harness import collectives
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.collective import CommStream
+from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import IterationRunner, my_peers
 from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.transport import Transport, TransportError, Tunables
@@ -63,6 +66,7 @@ def run(spec: WorkerSpec) -> int:
     transport.connect(my_peers(spec), spec.connect_timeout_s)
     print("READY", flush=True)
     t0 = wait_for_go()
+    holds = Holds(sys.stdin).start()
     stream = CommStream()
     stream.start()
     runner = IterationRunner(spec, transport, stream, t0)
@@ -74,7 +78,7 @@ def run(spec: WorkerSpec) -> int:
     sampler.start()
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
-            it_out.write(json.dumps(runner.run(iteration)) + "\n")
+            it_out.write(json.dumps(runner.run(iteration, holds.take(iteration))) + "\n")
             it_out.flush()
             tp_out.write(throughput_line(spec, iteration, sampler.take()))
             tp_out.flush()

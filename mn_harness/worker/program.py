@@ -8,7 +8,8 @@ a record (consecutive slices of one compute phase — DDP's backward between buc
 merge into one): times since T0, bytes sent, and for compute the planned mean and the delay
 applied (jitter, stragglers). The iteration's line keeps the columns every metric reads:
 t_comm_start = the first collective's start, t_comm_end = the last one's end, t_end = when the
-iteration ended, cpu_s = the CPU time the worker process (all its threads) took meanwhile,
+iteration ended, hold_s = how long it was held at its start (the harness's shift scheduler,
+worker/holds.py), cpu_s = the CPU time the worker process (all its threads) took meanwhile,
 send_lag_mean_s / send_lag_max_s = how long its sends waited to be written once they could be
 (what they waited for had arrived: mn_harness.fidelity's workers' invariant)."""
 
@@ -54,13 +55,15 @@ class IterationRunner:
     def _t(self, now: float) -> float:
         return round(now - self.t0, 6)
 
-    def run(self, iteration: int) -> dict[str, Any]:
+    def run(self, iteration: int, hold_s: float = 0.0) -> dict[str, Any]:
         spec = self.spec
         durations = spec.durations(iteration)
         records: list[dict[str, Any]] = []
         handles: dict[int, tuple[CollectiveOp, Handle]] = {}
         waited: set[int] = set()
         t_start, cpu_start = time.monotonic(), time.process_time()
+        if hold_s > 0:
+            time.sleep(hold_s)
 
         def collect(ids: list[int]) -> None:
             for i in ids:
@@ -102,7 +105,7 @@ class IterationRunner:
         return {"job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": self._t(t_start), "t_comm_start": t_comm_start, "t_comm_end": t_comm_end,
                 "t_end": self._t(t_end), "bytes_sent": sum(r["bytes_sent"] for r in comm),
-                "cpu_s": round(cpu_s, 6),
+                "hold_s": round(hold_s, 6), "cpu_s": round(cpu_s, 6),
                 "send_lag_mean_s": round(sum(lags) / len(lags), 6) if lags else None,
                 "send_lag_max_s": round(max(lags), 6) if lags else None,
                 "phases": sorted(records, key=lambda r: (r["t_start"], r["phase"]))}

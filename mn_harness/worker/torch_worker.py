@@ -34,6 +34,7 @@ from mn_harness import collectives
 from mn_harness.collectives.gloo import INSTALL_HINT
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.bins import BinSampler, throughput_line
+from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
 from mn_harness.worker.spec import WorkerSpec
@@ -175,6 +176,7 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     sent = collective.bytes_sent(collectives.Call(spec.bytes_per_iteration, spec.n_ranks))[spec.rank]
     print("READY", flush=True)
     t0 = wait_for_go()
+    holds = Holds(sys.stdin).start()
     sampler = BinSampler(GlooSenders(diag, spec, sockets), t0, spec.bin_s)
     start = t0 + spec.start_offset_s
     delay = start - time.monotonic()
@@ -185,7 +187,8 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
         for iteration in range(spec.iterations):
             planned, seconds = spec.means()[0], spec.durations(iteration)[0]  # jitter, stragglers
             t_start, cpu_start = time.monotonic(), time.process_time()
-            time.sleep(seconds)
+            hold = holds.take(iteration)
+            time.sleep(hold + seconds)
             t_comm_start = time.monotonic()
             op()
             t_comm_end, cpu_s = time.monotonic(), time.process_time() - cpu_start
@@ -193,8 +196,8 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
                 "job": spec.job, "rank": spec.rank, "iteration": iteration,
                 "t_start": round(t_start - t0, 6), "t_comm_start": round(t_comm_start - t0, 6),
                 "t_comm_end": round(t_comm_end - t0, 6), "t_end": round(t_comm_end - t0, 6), "bytes_sent": sent,
-                "cpu_s": round(cpu_s, 6),
-                "phases": [record(0, "compute", "compute", "", None, t_start - t0, t_comm_start - t0,
+                "hold_s": round(hold, 6), "cpu_s": round(cpu_s, 6),
+                "phases": [record(0, "compute", "compute", "", None, t_start + hold - t0, t_comm_start - t0,
                                   planned=planned, delay=seconds - planned),
                            record(1, spec.collective, "comm", spec.collective, spec.bytes_per_iteration,
                                   t_comm_start - t0, t_comm_end - t0, sent)],

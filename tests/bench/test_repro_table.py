@@ -40,9 +40,9 @@ def test_cassini_column_averages_the_jobs_of_the_first_summary_that_has_a_predic
     best = sum(j["slowdown"] for j in shared) / 3
     aligned = sum(j["aligned_slowdown"] for j in shared) / 3
     assert aligned > best  # three compatible jobs: aligned phases cost, the best shifts do not
-    column = table._prediction([RunSummary(), RunSummary(cassini={"error": "x"}), RunSummary(cassini=pred)])
-    assert column == f"{best:.2f} / {aligned:.2f}"
-    assert table._prediction([RunSummary(), RunSummary(cassini=None)]) == "-"
+    values = table.prediction_values([RunSummary(), RunSummary(cassini={"error": "x"}), RunSummary(cassini=pred)])
+    assert values == pytest.approx((best, aligned))
+    assert table.prediction_values([RunSummary(), RunSummary(cassini=None)]) is None
 
 def test_length_rows_show_the_p99_gain_a_short_run_hides():
     """A variant slow for 3 iterations after the warm-up, then 1.0 s, against a base at 1.5 s
@@ -74,3 +74,47 @@ def test_length_rows_show_the_p99_gain_a_short_run_hides():
     cells = table.format_length_row(whole)
     assert len(cells) == len(table.LENGTH_HEADERS) and cells[3] == "300 (whole run)"
     assert table.format_length_row(rows[0])[-1] == "-"
+
+
+def test_rows_with_cassinis_shifts_gain_over_their_base_cc():
+    """`CC+cassini` runs CC with run.shifts: cassini; every row but a base CC alone has a gain
+    over the base CC of its family (MLTCP variants, CASSINI's shifts, the two together)."""
+    table = bench_module("repro_table")
+    assert table.row_cc("mltcp-dctcp:slope=32+cassini") == ("mltcp-dctcp:slope=32", True)
+    assert table.row_cc("dctcp") == ("dctcp", False)
+    assert [table.base_of(label) for label in ("dctcp", "mltcp-dctcp", "dctcp+cassini", "mltcp-dctcp+cassini",
+                                               "mltcp-reno:slope=32:restart=on", "cubic+cassini")] == \
+        [None, "dctcp", "dctcp", "dctcp", "reno", "cubic"]
+    reproduce = bench_module("reproduce")
+    plan = reproduce.round_robin(["dctcp", "dctcp+cassini"], 2)
+    assert [(e["label"], e["cc"], e["set"], e["repetition"]) for e in plan] == [
+        ("dctcp", "dctcp", [], 0), ("dctcp+cassini", "dctcp", [["run.shifts", "cassini"]], 0),
+        ("dctcp", "dctcp", [], 1), ("dctcp+cassini", "dctcp", [["run.shifts", "cassini"]], 1)]
+
+
+def test_a_scenarios_sweep_with_cassini_rows_validates_every_run(tmp_path):
+    """Every scenario file takes `run.shifts` from the bench (off), so a CC+cassini row's --set
+    applies to any scenario; the runs are validated when the sweep is made."""
+    reproduce = bench_module("reproduce")
+    state = {"ccs": ["reno", "mltcp-reno+cassini"], "repeat": 1, "iterations": 4,
+             "scenarios": {"partial": {"set": [], "sweep": None}}}
+    sweep = reproduce._sweep(tmp_path, "partial", state["scenarios"]["partial"], state)
+    plain, shifted = sweep.experiments()
+    assert not plain.run.shifts.enabled and shifted.run.shifts.enabled
+    assert {j.cc.name for j in shifted.jobs} == {"mltcp-reno"}
+
+
+def test_faithful_and_prediction_error_columns():
+    """How many runs were faithful (unchecked runs count as runs, not as faithful), and the
+    measured mean slowdown against CASSINI's best-shift prediction as a signed percentage."""
+    table = bench_module("repro_table")
+    assert table.faithful_text(["faithful", "unfaithful", None, "faithful"]) == "2 of 4"
+    assert table.faithful_text([]) == "-"
+    assert table.pct_ci([0.12]) == "+12%"
+    assert table.pct_ci([0.10, 0.14]).startswith("+12 ± ")
+    assert table.pct_ci([-0.05, -0.05]) == "-5 ± 0%"
+    row = {"scenario": "s", "cc": "dctcp+cassini", "runs": 2, "slowdown": [1.2, 1.3], "slowdown_p99": [1.5, 1.6],
+           "converged": None, "median_conv": None, "cassini": "1.00 / 1.53", "steady": [], "steady_p99": [],
+           "rtos": [], "faithful": ["faithful", "unfaithful"], "vs_cassini": [0.2, 0.3]}
+    cells = dict(zip(table.HEADERS, table.format_row(row), strict=True))
+    assert cells["faithful"] == "1 of 2" and cells["vs CASSINI best"].startswith("+25 ± ")

@@ -137,6 +137,25 @@ def merge(host, port, cc, iters, pause, short_at, size):
     print(json.dumps([{"size": size, "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
+def pattern(host, port, cc, pause, stall, size, kinds):
+    # one iteration per letter of `kinds`, `pause` seconds apart: F sends its bytes at once, S
+    # in two halves, the second `stall` seconds after the first was acknowledged (shorter than
+    # the idle gap: the same iteration, at a lower rate)
+    import fcntl, termios
+    def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
+        return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+    half = b"x" * (size // 2); s = connect(host, port, cc, 2 * len(half), half)
+    for i, kind in enumerate(kinds):
+        if i:
+            time.sleep(pause); s.sendall(half)
+        if kind == "S":
+            while unacked(s): time.sleep(0.001)
+            time.sleep(stall)
+        s.sendall(half)
+        if s.recv(1) != b"k": raise SystemExit("sink went away")
+    print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
+    time.sleep(pause); s.close()
+
 def restart(host, port, cc, size, pause):
     # one iteration of `size` bytes, `pause` seconds of idle, then one byte (a new iteration's
     # first send): the window after the first iteration and right after that byte
@@ -151,6 +170,9 @@ def restart(host, port, cc, size, pause):
 if mode == "sink": sink(int(sys.argv[2]), float(sys.argv[3]))
 elif mode == "restart":
     restart(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+elif mode == "pattern":
+    pattern(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]), float(sys.argv[6]),
+            int(sys.argv[7]), sys.argv[8])
 elif mode == "merge":
     merge(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
           int(sys.argv[7]), int(sys.argv[8]))
@@ -377,7 +399,7 @@ def test_f_equal_one_moves_same_bytes_as_kernel(net, manager, base, variant, cap
     bottleneck it must get the same bytes as the kernel's own CC within TOLERANCE.
     Before mltcp_common.h's lost-callback guard, BPF Reno won by 1.1-1.5x in about one
     run of three here (kernel returned garbage ssthresh, see mltcp_common.h)."""
-    spec = CCSpec(variant, slope=0.0, intercept=1.0)
+    spec = CCSpec(variant, slope=0.0, intercept=1.0, restart=False, adapt=False)
     manager.prepare([spec, CCSpec(base)])
     rounds = compete(base, manager.kernel_name(spec))
     ratio = _ratio(rounds)
@@ -431,10 +453,11 @@ def test_learned_bytes_per_iteration(net, manager, capsys):
         assert all(r["kernel_name"] == manager.kernel_name(spec) for r in mine)
 
 
-def one_connection_rows(manager, mode: str, port: int, *args) -> list[dict]:
-    """Run the traffic tool's `mode` (one connection, mltcp-reno with a 50 ms idle gap) into a
-    sink and return that connection's telemetry rows in iteration order."""
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.05)
+def one_connection_rows(manager, mode: str, port: int, *args, spec: CCSpec | None = None) -> list[dict]:
+    """Run the traffic tool's `mode` (one connection, mltcp-reno with a 50 ms idle gap unless
+    `spec` says otherwise) into a sink and return that connection's telemetry rows in iteration
+    order."""
+    spec = spec or CCSpec("mltcp-reno", idle_gap_s=0.05)
     manager.prepare([spec])
     sink = traffic(NS_B, "sink", port, 20)
     time.sleep(0.3)
@@ -478,11 +501,11 @@ def test_missed_boundary_does_not_merge_the_iterations_after_it(net, manager):
 
 @pytest.mark.parametrize("variant", ["mltcp-reno", "mltcp-dctcp"])
 def test_restart_starts_each_iteration_from_the_initial_window(net, manager, variant):
-    """`restart: true` sets the window to the initial 10 segments at the iteration boundary
-    MLTCP sees (a send after more than idle_gap of idle); without it the window the first
+    """`restart: true` (the default) sets the window to the initial 10 segments at the iteration
+    boundary MLTCP sees (a send after more than idle_gap of idle); without it the window the first
     iteration ended with is kept. The idle here (150 ms) is below the RTO, so the kernel's own
     slow start after idle, off in this namespace anyway, would not restart it."""
-    on, off = (CCSpec(variant, idle_gap_s=0.05, restart=True), CCSpec(variant, idle_gap_s=0.05))
+    on, off = (CCSpec(variant, idle_gap_s=0.05, restart=True), CCSpec(variant, idle_gap_s=0.05, restart=False))
     manager.prepare([on, off])
     sh("sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0", ns=NS_A)
     got = {}
@@ -501,6 +524,71 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     assert got[False]["before"] >= 20 and got[True]["before"] >= 20, got  # a grown window first
     assert got[False]["after"] >= 20, got
     assert got[True]["after"] <= 12, got  # 10, plus what the one byte's ACK added
+
+
+def adapt_states(rows: list[dict]) -> str:
+    """The adaptive step's rule (mltcp_common.h mltcp_adapt) in Python, on the rows' own bytes
+    and times: per row, S while searching, b not, and then the state after the last row. The
+    kernel's integer arithmetic: rate =
+    bytes * 1024 // microseconds; progress over the best by ADAPT_GAIN; ADAPT_PATIENCE rows
+    without end the search; not searching, 2 rows in a row under the usual rate by ADAPT_DROP
+    start one, and the usual rate moves a quarter of the way to each other row's."""
+    from mn_harness.cc.variants import ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE
+    gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
+    ref = count = 0
+    base, out = False, ""
+    for r in rows:
+        out += "b" if base else "S"
+        rate = min((r["bytes"] << 10) // max(1, round((r["end_s"] - r["start_s"]) * 1e9) // 1000), 2**32 - 1)
+        if not base:
+            if rate * 1024 > ref * (1024 + gain):
+                ref, count = rate, 0
+            else:
+                count += 1
+                if count >= ADAPT_PATIENCE:
+                    base, ref, count = True, rate, 0
+        elif rate * 1024 < ref * (1024 - drop):
+            count += 1
+            if count >= 2:
+                base, ref, count = False, rate, 0
+        else:
+            count, ref = 0, (ref * 3 + rate) // 4
+    return out + ("b" if base else "S")
+
+
+@pytest.mark.parametrize("kinds,shape", [
+    # steady (a job alone, or apart from its rivals): nothing to gain, the search ends
+    ("FFFFFFFFFFFF", "S{9,10}b+"),
+    # alternately fast and slow (jobs that keep taking the link from each other): the search
+    # ends, and single slow iterations start no new one
+    ("FSFSFSFSFSFSFS", "S{9,10}b+"),
+    # slow, then fast (pushed, then apart): progress at the 7th, 8 more iterations searching
+    ("SSSSSSFFFFFFFFFFFF", "S{15,16}b+"),
+    # apart, then colliding twice in a row (a relapse, a new rival): a new search
+    ("FFFFFFFFFFFFSSFFFF", "S{9,10}b{4,5}S+"),
+])
+def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
+    """The adaptive step (mltcp_common.h mltcp_adapt) on one connection whose iterations are
+    fast (F: 2 MB at once, 200 Mbit/s) or slow (S: the second MB 60 ms after the first was
+    acknowledged, ~0.6 of F's rate). The kernel's state per row (telemetry `slope`: 32 while it
+    searches, 0 as its base CC) must be what the rule computes in Python from the rows' own
+    rates (adapt_states), and have the shape each pattern is for; rows as the base CC have
+    F = 1, searching rows reach F > 20 (slope 32)."""
+    import re
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1)
+    assert spec.resolved().adapt and spec.resolved().slope == 32
+    mine = one_connection_rows(manager, "pattern", 5207, 0.2, 0.06, 2_000_000, kinds, spec=spec)
+    assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
+        [(r["iteration"], r["bytes"]) for r in mine]
+    got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in mine)
+    rates = [round(r["bytes"] / (r["end_s"] - r["start_s"]) / 1e6) for r in mine if r["end_s"]]
+    complete = [r for r in mine if not r["final"]]
+    assert got == adapt_states(complete), (got, rates)  # the last row: written at close
+    assert re.fullmatch(shape, got), (got, rates)
+    assert all(r["f_last"] == 1.0 for r in complete if got[r["iteration"] - 1] == "b"), \
+        [r["f_last"] for r in complete]
+    assert all(r["f_last"] > 20 for r in complete[1:] if got[r["iteration"] - 1] == "S"), \
+        [r["f_last"] for r in complete]  # searching: F up to 33 by the end of each iteration
 
 
 # DCTCP's response to ECN marks needs a marking bottleneck, which this kernel lacks (no RED):

@@ -5,7 +5,13 @@ import pytest
 
 from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.spec import CCSpec, parse_idle_gap
-from mn_harness.cc.variants import DEFAULT_IDLE_GAP_S, DEFAULT_INTERCEPT, DEFAULT_SLOPE
+from mn_harness.cc.variants import (
+    DEFAULT_ADAPT,
+    DEFAULT_IDLE_GAP_S,
+    DEFAULT_INTERCEPT,
+    DEFAULT_RESTART,
+    DEFAULT_SLOPE,
+)
 from mn_harness.errors import ConfigError
 
 
@@ -22,7 +28,7 @@ def test_mapping_with_parameters():
     assert (spec.name, spec.slope, spec.intercept, spec.idle_gap_s) == \
         ("mltcp-cubic", 2.0, 0.25, 0.005)
     assert CCSpec("mltcp-reno").resolved() == (DEFAULT_SLOPE, DEFAULT_INTERCEPT,
-                                               DEFAULT_IDLE_GAP_S)
+                                               DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT)
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
@@ -34,12 +40,18 @@ def test_one_string_carries_the_parameters_too():
     assert CCSpec.from_dict("MLTCP_reno: slope = 8", "--cc") == CCSpec("mltcp-reno", slope=8.0)
 
 
-def test_restart_is_a_flag_of_the_mltcp_variants_and_part_of_the_identity():
+def test_restart_and_adapt_are_flags_of_the_mltcp_variants_and_part_of_the_identity():
+    """Given or not (None: the variant's default, on for the mltcp-* variants, off for dctcp)."""
     spec = CCSpec.from_dict("mltcp-dctcp:slope=32:restart=on", "--cc")
     assert spec == CCSpec.from_dict({"name": "mltcp-dctcp", "slope": 32, "restart": True}, "--cc")
-    assert spec.restart and not CCSpec.from_dict("mltcp-dctcp:slope=32", "--cc").restart
+    assert spec.restart and CCSpec.from_dict("mltcp-dctcp:slope=32", "--cc").restart is None
     assert spec != CCSpec("mltcp-dctcp", slope=32.0)
-    assert not CCSpec.from_dict({"name": "mltcp-reno", "restart": False}, "x").restart
+    assert CCSpec.from_dict({"name": "mltcp-reno", "restart": False}, "x").restart is False
+    fixed = CCSpec.from_dict("mltcp-dctcp:adapt=off", "--cc")
+    assert fixed.adapt is False and not fixed.resolved().adapt and fixed.resolved().restart
+    assert CCSpec("mltcp-dctcp").resolved()[3:] == (True, True)
+    assert CCSpec("dctcp").resolved()[3:] == (False, False)
+    assert fixed != CCSpec("mltcp-dctcp") != CCSpec("mltcp-dctcp", adapt=True)
 
 
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),
@@ -79,6 +91,9 @@ def test_durations(text, seconds):
     ({"name": "mltcp-reno", "restart": 2}, "jobs[0].cc.restart:"),
     ({"name": "dctcp", "restart": True}, "jobs[0].cc.restart:"),
     ("cubic:restart=on", "jobs[0].cc.restart:"),
+    ("mltcp-reno:adapt=sometimes", "jobs[0].cc.adapt:"),
+    ({"name": "dctcp", "adapt": False}, "jobs[0].cc.adapt:"),
+    ("reno:adapt=on", "jobs[0].cc.adapt:"),
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):

@@ -391,6 +391,11 @@ bad_value("fidelity-unknown", "run.fidelity", {"link_width": 0.9}, "run.fidelity
 bad_value("fidelity-share", "run.fidelity", {"link_within": 95}, "run.fidelity.link_within")
 bad_value("fidelity-gaps", "run.fidelity", {"link_min_gaps": -1}, "run.fidelity.link_min_gaps")
 bad_value("fidelity-lag", "run.fidelity", {"send_lag": "fast"}, "run.fidelity.send_lag")
+bad_value("shifts-unknown", "run.shifts", "cassiny")
+bad_value("shifts-on", "run.shifts", True)
+bad_value("shifts-no-schedule", "run.shifts", {"drift": 0.1}, "run.shifts.schedule")
+bad_value("shifts-drift", "run.shifts", {"schedule": "cassini", "drift": 2}, "run.shifts.drift")
+bad_value("shifts-key", "run.shifts", {"schedule": "cassini", "threshold": 0.1}, "run.shifts.threshold")
 bad_value("fidelity-clock", "run.fidelity", {"clock_error": 2}, "run.fidelity.clock_error")
 
 # `servers:` (docs/cluster.md)
@@ -429,6 +434,7 @@ def _with_servers(**top) -> str:
 bad_file("servers-ecmp", lambda: _with_servers(routing="ecmp"), "routing")
 bad_file("servers-bmv2", lambda: _with_servers(run={"dataplane": "bmv2"}), "run.dataplane")
 bad_file("servers-isolated", lambda: _with_servers(run={"dataplane": "linux", "isolated": True}), "run.isolated")
+bad_file("servers-shifts", lambda: _with_servers(run={"dataplane": "linux", "shifts": "cassini"}), "run.shifts")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:

@@ -35,6 +35,19 @@ def test_two_compatible_jobs_score_one():
     assert p.loops == []
 
 
+def test_a_shift_sits_in_the_middle_of_the_equally_good_ones():
+    """Where the phases fit with room to spare, every rotation that keeps them apart scores 1; the
+    shift returned leaves the room on both sides of each phase (real phases run longer than the
+    ideal): j1's 0.2 s phase in the middle of j0's 0.3 s compute, three 0.2 s phases of a 0.8 s
+    period spread evenly."""
+    p = dumbbell([(0.3, 0.2), (0.3, 0.2)])
+    assert p.links["s1->s2"].shifts_s["j1"] == pytest.approx(0.25, abs=0.01)
+    p = dumbbell([(0.6, 0.2)] * 3)
+    shifts = sorted(p.links["s1->s2"].shifts_s.values())
+    gaps = [b - a for a, b in zip(shifts, [*shifts[1:], shifts[0] + 0.8], strict=False)]
+    assert gaps == pytest.approx([0.8 / 3] * 3, abs=0.02), shifts
+
+
 def test_two_jobs_each_needing_60_percent_of_the_link():
     """The phases overlap at least 2·0.6 − 1 = 20% of the period at twice the capacity: 0.8; the
     link needs 1.2 periods per period: predicted slowdown 1.2 (aligned: 0.4, (1 − a) + 2a = 1.6)."""

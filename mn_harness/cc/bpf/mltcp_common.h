@@ -9,7 +9,9 @@
  *      least MLTCP_MIN_ITER_FRAC_FP/1024 of the learned bytes per iteration were sent;
  *   2. the MLTCP factor F(bytes_ratio) = slope * bytes_ratio + intercept, in fixed point
  *      (BPF has no floats), used to scale the congestion-avoidance increase;
- *   3. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps.
+ *   3. with MLTCP_ADAPT, the step that adapts: the socket searches (slope, restart) while
+ *      that makes its iterations faster, else runs as its base CC (mltcp_adapt below);
+ *   4. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps.
  *
  * Parameters are compile-time constants (-D...), see mn_harness/cc/build.py for why.
  * The struct mltcp_state must be the FIRST member of every variant's private area so
@@ -48,6 +50,20 @@
 #ifndef MLTCP_MIN_ITER_FRAC_FP  /* x1024: bytes an iteration must have sent before a pause ends it */
 #define MLTCP_MIN_ITER_FRAC_FP 768
 #endif
+
+#ifndef MLTCP_ADAPT          /* 1: the search (slope, restart) ends when it stops paying */
+#define MLTCP_ADAPT 0
+#endif
+#ifndef MLTCP_ADAPT_GAIN_FP  /* x1024: an iteration this much faster than the best is progress */
+#define MLTCP_ADAPT_GAIN_FP 128
+#endif
+#ifndef MLTCP_ADAPT_PATIENCE /* iterations without progress after which the search ends */
+#define MLTCP_ADAPT_PATIENCE 8
+#endif
+#ifndef MLTCP_ADAPT_DROP_FP  /* x1024: an iteration this much slower than the usual one collided */
+#define MLTCP_ADAPT_DROP_FP 256
+#endif
+#define MLTCP_ADAPT_RELAPSE 2	/* collided iterations in a row that start a new search */
 
 #define MLTCP_STR2(x) #x
 #define MLTCP_STR(x) MLTCP_STR2(x)
@@ -163,15 +179,26 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 		tp->snd_cwnd = cap;
 }
 
-/* Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes). */
+/* mltcp_state.flags */
+#define MLTCP_F_LAST_BIG 0x1	/* the last iteration was over 1.5x the estimate (not learned) */
+#define MLTCP_F_BASE 0x2	/* adaptive: not searching: F = 1, no restart (the base CC) */
+
+/*
+ * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
+ * own 60 leave no more of the 104).
+ */
 struct mltcp_state {
 	__u64 iter_start_acked;	/* tp->bytes_acked when the current iteration began */
 	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
 	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
 	__u32 iter;		/* current iteration number, 0 = no data sent yet */
-	__u32 sport;		/* local port, saved because it reads 0 in release() */
-	__u32 last_bytes;	/* bytes of the last iteration that ended, 0 = none yet */
+	__u32 rate_ref;		/* adaptive, bytes per us x1024: searching, the best iteration's rate;
+				 * not searching, the usual one's (a moving average) */
+	__u16 sport;		/* local port, saved because it reads 0 in release() */
+	__u8 flags;		/* MLTCP_F_* */
+	__u8 count;		/* adaptive: searching, iterations since the last progress; not
+				 * searching, collided iterations in a row */
 };
 
 /* Telemetry: one row per socket and finished iteration (the last one is written at close). */
@@ -191,6 +218,8 @@ struct mltcp_row {
 	__u64 end_ns;		/* last ACK of the iteration */
 	__u32 f_last_fp;	/* F (x1024) at the last ACK of the iteration */
 	__u32 final;		/* 1: written when the socket closed (iteration may be partial) */
+	__u32 slope_fp;		/* the slope (x1024) in effect during the iteration (0: base CC) */
+	__u32 pad;
 };
 
 struct {
@@ -214,8 +243,20 @@ static __always_inline void mltcp_init(struct sock *sk)
 	st->last_ack_ns = 0;
 	st->learned = 0;
 	st->iter = 0;
+	st->rate_ref = 0;
 	st->sport = 0;
-	st->last_bytes = 0;
+	st->flags = 0;
+	st->count = 0;
+}
+
+/* The slope in effect: the compiled one, 0 once an adaptive search was given up. */
+static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
+{
+#if MLTCP_ADAPT
+	if (st->flags & MLTCP_F_BASE)
+		return 0;
+#endif
+	return MLTCP_SLOPE_FP;
 }
 
 /* F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. */
@@ -226,13 +267,13 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 	__u64 done, ratio;
 	__s64 f;
 
-	if (!st->learned || !st->iter)
+	if (!st->learned || !st->iter || (MLTCP_ADAPT && (st->flags & MLTCP_F_BASE)))
 		return MLTCP_FP_ONE;
 	done = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
 	ratio = (done << MLTCP_FP_SHIFT) / st->learned;
 	if (ratio > MLTCP_FP_ONE)
 		ratio = MLTCP_FP_ONE;
-	f = (__s64)MLTCP_INTERCEPT_FP + (((__s64)MLTCP_SLOPE_FP * (__s64)ratio) >> MLTCP_FP_SHIFT);
+	f = (__s64)MLTCP_INTERCEPT_FP + ((mltcp_slope_fp(st) * (__s64)ratio) >> MLTCP_FP_SHIFT);
 	if (f < 1)
 		f = 1;
 	if (f > (64 << MLTCP_FP_SHIFT))
@@ -279,6 +320,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.end_ns = st->last_ack_ns;
 	row.f_last_fp = f_fp;
 	row.final = final;
+	row.slope_fp = (__u32)mltcp_slope_fp(st);
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
@@ -300,6 +342,53 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
 	tp->snd_cwnd = MLTCP_RESTART_CWND;
 }
 
+/*
+ * The step that adapts (MLTCP_ADAPT; docs/cc.md#the-adaptive-step). MLTCP is gradient descent with
+ * one step per iteration: a steep slope (and restart) moves a job's phase out of its rivals'
+ * within a few iterations where a schedule without overlap exists, and where none exists it
+ * keeps handing the link from one job to the other, which costs the tail. So the socket searches
+ * only while the search pays: per iteration it takes its rate (bytes acknowledged over the time
+ * from its first send to its last ACK); a rate over the best one by MLTCP_ADAPT_GAIN_FP is
+ * progress (the phase moved out of an overlap). MLTCP_ADAPT_PATIENCE iterations without progress
+ * end the search: F = 1 and no restart, its base CC, whether the jobs are apart (nothing left to
+ * gain) or cannot be (nothing to find). Not searching, it follows its usual rate (a moving
+ * average, 1/4 per iteration); MLTCP_ADAPT_RELAPSE iterations in a row under it by
+ * MLTCP_ADAPT_DROP_FP (phases that were apart collide again, or a new rival came) start a new
+ * search from the rate it has then.
+ */
+static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns)
+{
+#if MLTCP_ADAPT
+	__u64 us = dur_ns / 1000;
+	__u64 rate, ref = st->rate_ref;
+
+	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
+	if (rate > 0xffffffffULL)
+		rate = 0xffffffffULL;
+	if (!(st->flags & MLTCP_F_BASE)) {
+		if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
+			st->rate_ref = (__u32)rate;
+			st->count = 0;
+		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
+			st->flags |= MLTCP_F_BASE;
+			st->rate_ref = (__u32)rate;
+			st->count = 0;
+		}
+		return;
+	}
+	if (rate * MLTCP_FP_ONE < ref * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
+		if (++st->count >= MLTCP_ADAPT_RELAPSE) {
+			st->flags &= ~MLTCP_F_BASE;
+			st->rate_ref = (__u32)rate;
+			st->count = 0;
+		}
+		return;
+	}
+	st->count = 0;
+	st->rate_ref = (__u32)((ref * 3 + rate) / 4);
+#endif
+}
+
 /* Called from each variant's cwnd_event for CA_EVENT_TX_START. */
 static __always_inline void mltcp_tx_start(struct sock *sk)
 {
@@ -308,6 +397,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	__u64 acked = tcp_sk(sk)->bytes_acked;
 	__u64 bytes, believed;
 	__u32 f_fp;
+	bool big;
 
 	if (st->iter == 0) {
 		st->sport = sk->__sk_common.skc_num;
@@ -340,17 +430,20 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	 * be merged with the next (seen in 2 of 10 three-job runs). Two in a row over 1.5x are
 	 * a real change (or a first iteration that was split) and are learned.
 	 */
+	big = st->learned && bytes * 2 > (__u64)st->learned * 3;
 	if (!st->learned)
 		st->learned = bytes > 0xffffffffULL ? 0xffffffffU : (__u32)bytes;
-	else if (bytes * 2 <= (__u64)st->learned * 3 || (__u64)st->last_bytes * 2 > (__u64)st->learned * 3)
+	else if (!big || (st->flags & MLTCP_F_LAST_BIG))
 		st->learned = (__u32)min(((__u64)st->learned + bytes) / 2, 0xffffffffULL);
-	st->last_bytes = bytes > 0xffffffffULL ? 0xffffffffU : (__u32)bytes;
+	st->flags = big ? st->flags | MLTCP_F_LAST_BIG : st->flags & ~MLTCP_F_LAST_BIG;
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
+	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns);
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
 #if MLTCP_RESTART
-	mltcp_restart_window(tcp_sk(sk));
+	if (!(st->flags & MLTCP_F_BASE))
+		mltcp_restart_window(tcp_sk(sk));
 #endif
 }
 
