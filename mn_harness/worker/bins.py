@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from mn_harness.worker.spec import WorkerSpec
 from mn_harness.worker.tcpinfo import SenderState
+from mn_harness.worker.threads import BINS, name_thread
 
 Bin = tuple  # (t, bytes) or (t, bytes, cwnd, srtt_us, busy_us, rwnd_limited_us, sndbuf_limited_us)
 
@@ -71,9 +72,10 @@ class BinSampler(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.last = self.read()
+            self.last = self.read()  # the baseline first: bytes acked from here on are binned
         except OSError:
             return
+        name_thread(BINS)
         self.k = max(0, int((time.monotonic() - self.t0) / self.bin_s))
         while not self.stop.is_set():
             self.k += 1

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from mn_harness.collectives.schedule import Schedule, Transfer
+from mn_harness.worker.threads import STREAM, name_thread
 from mn_harness.worker.transport import Transport
 from mn_harness.worker.transport_op import TransportOp
 
@@ -124,6 +125,7 @@ class CommStream(threading.Thread):
         return handle
 
     def run(self) -> None:
+        name_thread(STREAM)
         while (handle := self.todo.get()) is not None:
             handle.t_start = time.monotonic()
             try:

@@ -26,6 +26,8 @@ Standard library only: this runs inside each emulated host."""
 
 from __future__ import annotations
 
+import functools
+import os
 import queue
 import socket
 import threading
@@ -35,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from mn_harness.worker.threads import RECV, SEND, name_thread
 from mn_harness.worker.transport_op import TAG_BYTES, TransportOp, when_all
 
 DATA, READY = b"D", b"R"  # message kinds of a framed stream (Tunables.recv_ready)
@@ -82,6 +85,15 @@ class Tunables:
                    (net.ipv4.tcp_wmem / tcp_rmem) in charge, as gloo does.
     nodelay        TCP_NODELAY: Nagle off, as gloo and NCCL set it.
     connect_retry_s pause between connection attempts while peers start.
+    zero_copy      move the payload without copying it between the worker and the kernel: the
+                   sender writes each operation's first bytes (kind, tag) and then splices the
+                   pages of a memory file into the socket (sendfile), the receiver checks the tag
+                   and has the kernel drop the rest as it consumes it (recv with MSG_TRUNC |
+                   MSG_WAITALL: one call per operation, no buffer). The bytes on the wire, their
+                   order and when an operation counts as sent or received are the same; the
+                   payload is filler either way (nothing is reduced). Off (the default): send
+                   from and receive into a buffer, io_bytes per call, as gloo does, copying
+                   every byte in and out of the kernel.
     """
 
     io_bytes: int = 1 << 20
@@ -92,6 +104,7 @@ class Tunables:
     rcvbuf: int = 0
     nodelay: bool = True
     connect_retry_s: float = 0.05
+    zero_copy: bool = False
 
     @classmethod
     def from_overrides(cls, raw: Mapping[str, Any] | None) -> Tunables:
@@ -183,7 +196,9 @@ class Connection:
                 self.cv.wait()
 
     def _send_loop(self) -> None:
+        name_thread(SEND)
         buf = memoryview(bytearray(self.tunables.io_bytes))
+        filler = filler_fd() if self.tunables.zero_copy else None
         while (item := self._next()) is not None:
             if isinstance(item, int):
                 try:
@@ -202,14 +217,17 @@ class Connection:
                         raise dep.error
                 if op.handshake and self.peer_ready < self.hs_sent:
                     raise TransportError(f"rank {self.peer} closed the connection before posting the receive")
-                if self.framed:
-                    self.sock.sendall(DATA)
-                buf[:len(op.tag)] = op.tag
-                left = op.nbytes
-                while left > 0:
-                    k = min(left, len(buf))
-                    self.sock.sendall(buf[:k])
-                    left -= k
+                if filler is not None:
+                    self._splice(op, filler)
+                else:
+                    if self.framed:
+                        self.sock.sendall(DATA)
+                    buf[:len(op.tag)] = op.tag
+                    left = op.nbytes
+                    while left > 0:
+                        k = min(left, len(buf))
+                        self.sock.sendall(buf[:k])
+                        left -= k
                 self.free_at = time.monotonic()
                 self._finish(op, None)
             except BaseException as exc:  # reported by TransportOp.wait() in the thread that waits
@@ -219,6 +237,18 @@ class Connection:
             self.sock.shutdown(socket.SHUT_WR)  # the peer's receiver sees the end of the stream
         except OSError:
             pass
+
+    def _splice(self, op: TransportOp, filler: int) -> None:
+        """Zero copy: the kind and tag (held back with MSG_MORE so they leave with the first
+        payload, not as a packet of their own), then the filler's pages."""
+        head = op.tag[:op.nbytes]
+        self.sock.sendall((DATA if self.framed else b"") + head, socket.MSG_MORE if op.nbytes > len(head) else 0)
+        left, fd = op.nbytes - len(head), self.sock.fileno()
+        while left > 0:
+            k = os.sendfile(fd, filler, 0, min(left, FILLER_BYTES))
+            if k == 0:
+                raise TransportError(f"rank {self.peer} closed the connection")
+            left -= k
 
     def _lag(self, op: TransportOp) -> None:
         """How long the send waited to be written once it could be (the workers' invariant: a
@@ -261,6 +291,7 @@ class Connection:
                 self.cv.notify()
 
     def _recv_loop(self) -> None:
+        name_thread(RECV)
         buf = memoryview(bytearray(self.tunables.io_bytes))
         while True:
             kind = self._kind() if self.framed else DATA
@@ -279,7 +310,10 @@ class Connection:
                                          f"{bytes(buf[:head]).hex()} (the ranks disagree on the schedule)")
                 left = op.nbytes - head
                 while left > 0:
-                    k = self.sock.recv_into(buf, min(left, len(buf)))
+                    if self.tunables.zero_copy:  # dropped by the kernel as it is consumed: no copy
+                        k = len(self.sock.recv(min(left, FILLER_BYTES), socket.MSG_TRUNC | socket.MSG_WAITALL))
+                    else:
+                        k = self.sock.recv_into(buf, min(left, len(buf)))
                     if k == 0:
                         raise TransportError(f"rank {self.peer} closed the connection")
                     left -= k
@@ -292,6 +326,18 @@ class Connection:
                 pass
         except OSError:
             pass
+
+
+FILLER_BYTES = 4 << 20  # the memory file a zero-copy sender splices from; also the receiver's largest discard
+
+
+@functools.cache
+def filler_fd() -> int:
+    """The process's memory file of FILLER_BYTES zeros that every zero-copy sender splices from
+    (sendfile with an offset: no shared file position); its pages are allocated here, once."""
+    fd = os.memfd_create("mnh-filler")
+    os.write(fd, bytes(FILLER_BYTES))
+    return fd
 
 
 def set_cc(sock: socket.socket, cc: str) -> None:

@@ -116,7 +116,8 @@ def test_pipeline_pass_moves_activations_and_gradients():
     assert 0 <= acked[1][0] - m * 20_000 - framing <= 2 and 0 <= acked[1][2] - m * 30_000 - framing <= 2
 
 
-def test_a_rank_with_another_schedule_is_caught_by_the_tag():
+@pytest.mark.parametrize("zero_copy", [True, False])
+def test_a_rank_with_another_schedule_is_caught_by_the_tag(zero_copy):
     sched = collectives.schedule("ring_allreduce", 50_000, 2)
 
     def body(rank, transport):
@@ -125,7 +126,7 @@ def test_a_rank_with_another_schedule_is_caught_by_the_tag():
             op.wait(30)
 
     with pytest.raises(TransportError, match="expected tag"):
-        ranks_run(2, body)
+        ranks_run(2, body, Tunables(segment_bytes=16 * 1024, zero_copy=zero_copy))
 
 
 @pytest.mark.parametrize("window,recv_ready,expected", [(0, False, 5), (2, False, 2), (4, False, 4),
@@ -241,7 +242,31 @@ def test_every_send_records_how_long_it_waited_once_it_could_go():
         assert all(0 <= lag < 0.25 for lag in lags), max(lags)  # the 0.3 s wait for READY is not lag
 
 
-def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag():
+@pytest.mark.parametrize("zero_copy", [True, False])
+def test_zero_copy_and_copying_transports_put_the_same_bytes_on_the_wire(zero_copy):
+    """Spliced from a memory file and dropped by the receiving kernel, or written from and read
+    into a buffer: the same bytes per connection (the kind byte of every segment and the READYs
+    counted), every tag checked. Transfers larger than the filler file (unsegmented, 9 MB a
+    step) take several sendfile and discarding calls."""
+    nbytes = 2 * 9_000_001
+    sched = collectives.schedule("ring_allreduce", nbytes, 2)
+
+    def body(rank, transport):
+        ops, sent = post(transport, sched, rank, [0, 1], iteration=1, op_id=2)
+        for op in ops:
+            op.wait(30)
+        return sent
+
+    sent, acked = ranks_run(2, body, Tunables(segment_bytes=0, zero_copy=zero_copy))
+    assert sent == {0: nbytes, 1: nbytes}  # 2 ranks: each sends S
+    for r in range(2):
+        payload = sum(t.nbytes for t in sched.wire_order(r, 1 - r))
+        framing = len(sched.wire_order(r, 1 - r)) + len(sched.wire_order(1 - r, r))  # kinds + READYs
+        assert 0 <= acked[r][1 - r] - payload - framing <= 2
+
+
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag(zero_copy):
     """A NIC serializes too: segments posted at once leave one after another, and the time a
     segment waits for the segments before it on the same connection to be written (here held
     up by a peer that reads nothing for 0.3 s, so the socket buffers fill) is the link's, not a
@@ -256,6 +281,6 @@ def test_a_send_queued_behind_its_own_connections_bytes_is_not_lag():
             op.wait()
         return transport.take_lags()
 
-    tunables = Tunables(segment_bytes=1024 * 1024, window=0, recv_ready=False)
+    tunables = Tunables(segment_bytes=1024 * 1024, window=0, recv_ready=False, zero_copy=zero_copy)
     got, _ = ranks_run(2, body, tunables)
     assert all(0 <= lag < 0.25 for lag in got[0]), max(got[0])
