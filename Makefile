@@ -8,11 +8,12 @@ DEMO_CCS ?= dctcp,mltcp-dctcp
 DEMO_REPEAT ?= 3
 PYTEST_ARGS ?= -ra
 EXTRAS ?=
+CLUSTER ?=
 
 .PHONY: setup demo test lint clean-runs uninstall
 
 setup:
-	@EXTRAS="$(EXTRAS)" scripts/setup.sh
+	@EXTRAS="$(EXTRAS)" CLUSTER="$(CLUSTER)" scripts/setup.sh
 
 demo: setup
 ifdef EXPERIMENT

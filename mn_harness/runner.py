@@ -26,6 +26,10 @@ def run_experiment(experiment: Experiment, out_root: str | Path | None = None,
     With `run.isolated: true`, each job first runs alone on the same network (its own network
     build, same iterations) and its measured mean iteration time becomes the baseline
     (`isolated_iter_s` in summary.json) instead of the computed ideal."""
+    if experiment.servers:  # spread over several machines: its head drives them (mn_harness.cluster)
+        from mn_harness.cluster.head import run_cluster
+
+        return run_cluster(experiment, out_root, log, after_run, **options)
     if experiment.run.isolated:
         return _run_with_isolated_baselines(experiment, out_root, log, after_run, options)
     session = Session(experiment, out_root, log, after_results=[after_run] if after_run else [], **options)

@@ -74,6 +74,9 @@ class Session:
                  label: str | None = None):
         if cli is not None and cli not in CLI_MODES:
             raise UsageError(f"--cli: expected {' or '.join(CLI_MODES)}, got {cli!r}")
+        if experiment.servers:  # its nodes live on other machines: mn_harness.cluster runs it
+            raise UsageError("servers: an experiment spread over servers has no network on this machine "
+                             "to hold; run it (mn-harness run, mn_harness.run)")
         self.out_root = out_root
         self.log = RunLog(log)
         self.pcap_links: list[LinkConfig] = parse_links(pcap, experiment) if pcap else []

@@ -35,7 +35,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(mininet iperf3 bridge-utils iproute2 iputils-ping ethtool procps psmisc kmod make tcpdump
-          clang llvm libbpf-dev python3-venv python3-dev python3-pip)
+          clang llvm libbpf-dev python3-venv python3-dev python3-pip openssh-client)
 # bpftool: its own package on Debian 12 and Ubuntu >= 24.04, part of linux-tools on older Ubuntu
 if apt-cache show bpftool >/dev/null 2>&1; then packages+=(bpftool); else packages+=(linux-tools-common "linux-tools-$(uname -r)"); fi
 
@@ -51,6 +51,30 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # apt-cache may know nothing before the first update on a fresh machine
 command -v bpftool >/dev/null || { apt-get update -qq && apt-get install -y -qq bpftool >/dev/null; }
+
+# CLUSTER=1: sshd for the cluster tests' servers, which run it in namespaces of their own, and
+# GNU parallel for the test of the rounds over ssh (docs/cluster.md#tests). sshd is installed
+# without starting it, and, where we installed it, not enabled at boot either: this machine gets
+# no ssh service it did not have.
+if [ "${CLUSTER:-}" = 1 ]; then
+  cluster_packages=()
+  command -v parallel >/dev/null || cluster_packages+=(parallel)
+  if ! dpkg-query -W -f='${Status}' openssh-server 2>/dev/null | grep -q "install ok installed"; then
+    cluster_packages+=(openssh-server)
+  fi
+  if [ -n "${cluster_packages[*]:-}" ]; then
+    echo "setup: installing ${cluster_packages[*]} (CLUSTER=1; sshd not started, not enabled)"
+    apt-cache show openssh-server >/dev/null 2>&1 || apt-get update -qq
+    policy=/usr/sbin/policy-rc.d
+    made_policy=0
+    if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod 755 "$policy"; made_policy=1; fi
+    rc=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${cluster_packages[@]}" >/dev/null || rc=$?
+    if [ "$made_policy" = 1 ]; then rm -f "$policy"; fi
+    [ "$rc" = 0 ] || exit "$rc"
+    if command -v systemctl >/dev/null 2>&1; then systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true; fi
+  fi
+fi
 
 # Mininet is installed into the distribution's python3, so the venv must see system packages
 # and be made by that same interpreter.

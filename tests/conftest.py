@@ -1,5 +1,6 @@
 """Shared pytest gating: tests marked `root` need root (namespaces, tc, BPF); tests marked
-`torch` need PyTorch (the .[torch] extra). Tests marked `bmv2` (BMv2 and p4c, found on PATH or
+`torch` need PyTorch (the .[torch] extra); tests marked `cluster` need sshd (openssh-server) for
+the servers they run on this machine. Tests marked `bmv2` (BMv2 and p4c, found on PATH or
 under the prefix named by P4_TOOLCHAIN) are gated by mn-harness's own pytest plugin
 (mn_harness/testing/pytest_p4.py), which users' P4 tests get too: skipped with the reason, or,
 where the BMv2 tests must run (CI with the toolchain bundle: `.ci/run` sets
@@ -34,6 +35,13 @@ def pytest_configure(config):
         signal.signal(signal.SIGTERM, _interrupt)
 
 
+def cluster_reason() -> str | None:
+    """Why the cluster tests' servers (mn_harness/cluster/bed.py) cannot run here."""
+    from mn_harness.cluster.bed import unavailable_reason
+
+    return unavailable_reason()
+
+
 def pytest_collection_modifyitems(config, items):
     is_root = os.geteuid() == 0
     has_torch = torch_importable()
@@ -42,6 +50,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs root: run with sudo"))
         if "torch" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason=f"needs {INSTALL_HINT}"))
+        if "cluster" in item.keywords and (reason := cluster_reason()):
+            item.add_marker(pytest.mark.skip(reason=f"cluster: {reason}"))
 
 
 @pytest.fixture(scope="session")

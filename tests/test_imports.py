@@ -217,7 +217,7 @@ def test_every_import_follows_the_layers():
 def test_the_layers_know_every_package():
     """A new package is placed on purpose: in a layer, the foundation or the drivers below."""
     drivers = {"api", "cli", "state", "testing", "session", "runner", "sweep", "hooks", "capture",
-               "provenance"}
+               "provenance", "cluster"}
     for path in sorted(PACKAGE.iterdir()):
         name = f"mn_harness.{path.stem}"
         if path.name.startswith("__") or (path.is_file() and path.suffix != ".py"):

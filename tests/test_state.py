@@ -17,9 +17,11 @@ import pytest
 
 from mn_harness.state import (
     KINDS,
+    CleanRemotePart,
     EgressProgramGone,
     KillProcess,
     RemoveDirectory,
+    RemoveTunnel,
     RestoreAllowedCongestionControl,
     RunState,
     UnregisterCongestionControl,
@@ -145,7 +147,8 @@ def test_state_file_stays_until_every_section_is_done(tmp_path):
 def test_every_kind_round_trips(tmp_path):
     examples = [KillProcess(1, 2, ("a", "b"), "x", True, True), RemoveDirectory("/tmp/mn-harness-y"),
                 UnregisterCongestionControl("mlreno_1", 3, ""), EgressProgramGone(7, "s1-eth1"),
-                RestoreAllowedCongestionControl(("cubic", "mlreno_1"))]
+                RestoreAllowedCongestionControl(("cubic", "mlreno_1")), RemoveTunnel("vxlan", 77),
+                CleanRemotePart("b", "192.0.2.2", "lab", 2222, "/opt/venv/bin/python", "9-x")]
     assert {type(e) for e in examples} == set(KINDS.values())
     state = RunState("44-x", tmp_path, directory=tmp_path)
     state.record("all", examples)

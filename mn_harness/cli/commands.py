@@ -82,6 +82,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  warning: {warning}")
     for line in programs:
         print(f"  {line}")
+    if experiment.servers:
+        from mn_harness.config.servers import describe_placement
+
+        for line in describe_placement(experiment.servers, experiment.links):
+            print(f"  {line}")
     plan, routing = routed_plan(plan)
     if routing:
         print(f"  {routing}")
@@ -133,6 +138,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     experiment = load(args.experiment, args)
     window = parse_window(args.window)
+    if experiment.servers and (args.pcap is not None or args.cli is not None):
+        raise UsageError(f"{'--pcap' if args.pcap is not None else '--cli'}: not with `servers` (the network "
+                         "runs on the servers, not here)")
     if args.pcap is not None:  # `--pcap ""` too: it would silently capture nothing
         from mn_harness.capture import parse_links
 

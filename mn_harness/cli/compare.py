@@ -15,7 +15,9 @@ from mn_harness.results.folder import check_results_root
 from mn_harness.state import check_state_dir
 
 EXAMPLE = ("examples: sudo mn-harness compare topologies/dumbbell-2jobs.yaml --cc reno,mltcp-reno "
-           "--repeat 3;  sudo mn-harness compare --resume results/dumbbell-2jobs-compare-20261201-101500")
+           "--repeat 3;  sudo mn-harness compare --resume results/dumbbell-2jobs-compare-20261201-101500;  "
+           "sudo mn-harness compare x.yaml --cc reno,mltcp-reno --repeat 8 --rounds, then --round DIR r001 on any "
+           "machine and --merge DIR")
 
 
 def parse_ccs(text: str | None) -> list[str | None]:
@@ -35,8 +37,10 @@ def parse_ccs(text: str | None) -> list[str | None]:
 def cmd_compare(args: argparse.Namespace) -> int:
     from mn_harness import sweep as sweeps
 
+    if args.round or args.merge:
+        return _rounds(args)
     if args.resume:
-        if args.experiment or args.cc is not None or args.set or args.out is not None:
+        if args.experiment or args.cc is not None or args.set or args.out is not None or args.rounds:
             raise ConfigError("--resume", "takes the comparison folder only (its plan has the rest; "
                                           "--faithful-only and --no-plots may go with it)")
         sweep = sweeps.load_sweep(args.resume)
@@ -60,6 +64,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_state_dir()
         need_root("compare")
         sweep = sweeps.new_sweep(root, raw, experiments[0].name, runs)
+        if args.rounds:
+            from mn_harness.cluster.rounds import ROUND_NAMES, write_rounds
+            from mn_harness.ownership import hand_over
+
+            rounds = write_rounds(sweep)
+            hand_over(sweep.folder)
+            print(f"comparison folder: {sweep.folder} ({len(sweep.runs)} runs in {len(rounds)} rounds, listed in "
+                  f"{ROUND_NAMES}); run each anywhere with `mn-harness compare --round {sweep.folder} NAME`, "
+                  f"then `mn-harness compare --merge {sweep.folder}`")
+            return 0
     print(f"comparison folder: {sweep.folder} ({len(sweep.runs)} runs)")
     try:
         sweeps.run_sweep(sweep, _run_one(plots=not args.no_plots))
@@ -67,6 +81,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"mn-harness compare: interrupted; finished runs kept, continue with "
               f"`mn-harness compare --resume {sweep.folder}`", file=sys.stderr)
         return EXIT_INTERRUPTED
+    return _write(sweep, args)
+
+
+def _write(sweep, args: argparse.Namespace) -> int:
+    """compare.csv, compare.md and the table of a comparison whose runs are done."""
     from mn_harness.ownership import hand_over
     from mn_harness.report.compare import format_compare_table, write_compare
 
@@ -77,6 +96,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"faithful runs only: left out {len(written.left_out)} of {len(sweep.refs())}: "
               + "; ".join(written.left_out))
     print(f"comparison: {written.md}")
+    return 0
+
+
+def _rounds(args: argparse.Namespace) -> int:
+    """--round DIR NAME (one round of a planned comparison) and --merge DIR [ROUND ...]."""
+    from mn_harness.cluster import rounds
+
+    if args.round and args.merge:
+        raise ConfigError("--round", "one of --round and --merge at a time")
+    if args.experiment or args.cc is not None or args.set or args.out is not None or args.resume or args.rounds:
+        option = "--round" if args.round else "--merge"
+        raise ConfigError(option, "takes the comparison folder (and a round) only: its plan has the rest")
+    if args.merge:
+        folder, *extra = (Path(p) for p in args.merge)
+        sweep = rounds.merge_rounds(folder, extra)
+        print(f"comparison folder: {sweep.folder} ({len(sweep.runs)} runs, merged from its rounds)")
+        return _write(sweep, args)
+    folder, name = Path(args.round[0]), args.round[1]
+    from mn_harness import sweep as sweeps
+
+    sweeps.load_sweep(folder)  # a bad folder is named without root
+    rounds.load_rounds(folder)
+    check_results_root(folder, "--round")
+    check_state_dir()
+    need_root("compare")
+    try:
+        target = rounds.run_round(folder, name, _run_one(plots=not args.no_plots))
+    except KeyboardInterrupt:
+        print(f"mn-harness compare: round {name} interrupted; run it again with "
+              f"`mn-harness compare --round {folder} {name}`", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"round {name}: done in {target}")
     return 0
 
 
@@ -121,6 +172,14 @@ def add_parser(sub) -> None:
                    help="repetitions per variant (>= 2 for confidence intervals; default 1)")
     p.add_argument("--out", help="put the comparison folder under this directory")
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted comparison")
+    p.add_argument("--rounds", action="store_true",
+                   help="plan the comparison into rounds (every CC of one repetition each) and run nothing: "
+                        "each round then runs anywhere with --round, and --merge joins them (docs/cluster.md)")
+    p.add_argument("--round", nargs=2, metavar=("DIR", "NAME"), help="run one round of a comparison planned "
+                   "with --rounds (again: replaces that round's earlier attempt)")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="merge a planned comparison's rounds (DIR/rounds/*, and any round folders named after DIR) "
+                        "into one comparison")
     p.add_argument("--no-plots", action="store_true", help="skip plots")
     p.add_argument("--faithful-only", action="store_true",
                    help="aggregate only the runs whose emulation was faithful (summary.json fidelity); "

@@ -24,6 +24,7 @@ from mn_harness.cc.spec import CCSpec
 from mn_harness.config.ecn import EcnThreshold
 from mn_harness.config.experiment import Experiment
 from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
+from mn_harness.config.servers import servers_to_raw
 from mn_harness.config.workload import PHASE_OPTIONS, ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
 from mn_harness.units import (
     format_bandwidth,
@@ -217,7 +218,7 @@ def run_to_raw(run: RunConfig) -> dict:
 
 def experiment_to_raw(experiment: Experiment) -> dict:
     """The experiment as the mapping an experiment file holds (plain lists, dicts, str, numbers)."""
-    _covers(experiment, {"name", "hosts", "switches", "links", "jobs", "run", "description", "routing"})
+    _covers(experiment, {"name", "hosts", "switches", "links", "jobs", "run", "description", "routing", "servers"})
     raw: dict[str, Any] = {"experiment": experiment.name}
     if experiment.description:
         raw["description"] = experiment.description
@@ -229,6 +230,8 @@ def experiment_to_raw(experiment: Experiment) -> dict:
         "jobs": [job_to_raw(job) for job in experiment.jobs],
         "run": run_to_raw(experiment.run),
     })
+    if experiment.servers:
+        raw["servers"] = servers_to_raw(experiment.servers)
     return raw
 
 

@@ -25,6 +25,7 @@ from mn_harness.config.model import (
     check_keys,
     check_name,
 )
+from mn_harness.config.servers import ServerConfig, check_cluster, parse_servers
 from mn_harness.errors import ConfigError
 from mn_harness.p4 import DEFAULT_PROGRAM
 from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
@@ -33,7 +34,7 @@ MAX_INTERFACE_NAME = 15  # IFNAMSIZ - 1
 MAX_NETWORK_NODES = 1024  # hosts + switches: each is a namespace with a shell (and a worker)
 MAX_LINKS = 65536  # the address plan gives link i the /24 10.<i / 256>.<i % 256>.0
 TOP_KEYS = {"experiment", "description", "hosts", "switches", "links", "link_defaults", "routing", "jobs",
-            "run"}
+            "run", "servers"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Experiment:
     run: RunConfig
     description: str = ""
     routing: str = "shortest"  # ROUTINGS; see network.plan
+    servers: tuple[ServerConfig, ...] = ()  # the machines it is spread over (config.servers); () here
 
     @property
     def switch_names(self) -> tuple[str, ...]:
@@ -96,6 +98,7 @@ class Experiment:
         if "dataplane" in changes:
             changed._check_inc_jobs()
             changed.check_dataplane_limits(changed.run.dataplane)
+            check_cluster(changed)
         return changed
 
     @classmethod
@@ -194,6 +197,8 @@ class Experiment:
             run=RunConfig.from_dict(raw.get("run", {}), "run"),
             description=description,
             routing=routing,
+            servers=parse_servers(raw.get("servers"), hosts, [s.name for s in switches],
+                                  [(link.a, link.b) for link in links], check_name),
         )
         experiment._check_connected()
         experiment._check_interface_names()
@@ -201,6 +206,7 @@ class Experiment:
         experiment._check_inc_jobs()
         experiment._check_emulation()
         experiment.check_dataplane_limits(experiment.run.dataplane)
+        check_cluster(experiment)
         return experiment
 
     def _check_interface_names(self) -> None:

@@ -10,6 +10,8 @@
         host_steal: 0.05        # at most this share of the cores' time taken by the VM's host
         compute_overshoot: 2ms  # p99 of how much longer a compute phase slept than asked
         send_lag: 5ms           # p99 over iterations of the longest wait of a send that could go
+        clock_error: 0.01       # across servers: a clock known to worse than this share of the
+                                #   shortest mean iteration time breaks the clock invariant
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class FidelityThresholds:
     host_steal: float = 0.05
     compute_overshoot_s: float = 0.002
     send_lag_s: float = 0.005
+    clock_error: float = 0.01
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> FidelityThresholds:
@@ -39,7 +42,7 @@ class FidelityThresholds:
             return cls(enabled=raw)
         if not isinstance(raw, Mapping):
             raise ConfigError(path, f"expected true, false or a mapping of thresholds, got {raw!r}")
-        shares = ("link_tolerance", "link_within", "host_saturated", "host_steal")
+        shares = ("link_tolerance", "link_within", "host_saturated", "host_steal", "clock_error")
         durations = {"compute_overshoot": "compute_overshoot_s", "send_lag": "send_lag_s"}
         allowed = {*shares, "link_min_gaps", *durations}
         for key in raw:

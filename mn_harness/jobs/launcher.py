@@ -117,6 +117,12 @@ class JobLauncher:
         """Wait until every worker is READY, then send all of them the same start time.
         Default timeout: 30 s, plus 10 s per torch worker (importing torch and the rendezvous
         take seconds each on a loaded 2-core machine)."""
+        self.wait_ready(timeout_s)
+        return self.go(time.monotonic() + START_MARGIN_S)
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Until every worker has reported READY (release's first half; a server of a cluster
+        run waits here, and its head sends the start time: mn_harness.cluster)."""
         if timeout_s is None:
             timeout_s = 30.0 + 10.0 * sum(collectives.get(w.spec.collective).engine == collectives.TORCH
                                           for w in self.workers)
@@ -137,7 +143,10 @@ class JobLauncher:
                 elif not line and w.proc.poll() is not None:
                     raise JobError(f"{w.job} rank {w.rank} on {w.host} exited with code "
                                    f"{w.proc.returncode} before the start: {w.stderr_tail()}")
-        self.t0 = time.monotonic() + START_MARGIN_S
+
+    def go(self, t0: float) -> float:
+        """Send every worker the start time `t0` (CLOCK_MONOTONIC here); returns it."""
+        self.t0 = t0
         for w in self.workers:
             w.stdin.write(f"GO {self.t0!r}\n".encode())
             w.stdin.flush()

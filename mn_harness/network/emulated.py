@@ -23,7 +23,7 @@ from mn_harness.network.commands import run_in
 from mn_harness.network.cpu_placement import steer_receive
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.nodes import HarnessHost
-from mn_harness.network.plan import NetworkPlan
+from mn_harness.network.plan import Interface, NetworkPlan
 from mn_harness.network.shaping import limit_offloads, port_shape, queue_stats, rate_change_commands, shape_egress
 
 if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imported
@@ -32,25 +32,37 @@ if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imp
 
 class EmulatedNetwork:
     def __init__(self, experiment: Experiment, plan: NetworkPlan, dataplane: Dataplane,
-                 on_change: Callable[[], None] = lambda: None):
+                 on_change: Callable[[], None] = lambda: None,
+                 remote_end: Callable[[Interface, Node], None] | None = None):
         self.experiment = experiment
         self.plan = plan
         self.dataplane = dataplane
         self.net: Mininet | None = None
         self.nodes: dict[str, Node] = {}
         self._on_change = on_change  # lets the session record pids for `mn-harness clean`
+        # On one server of a run spread over several (mn_harness.cluster), the plan holds only
+        # that server's nodes, and this makes the local end of a link to another server.
+        self._remote_end = remote_end
 
     def build(self) -> None:
         exp, plan = self.experiment, self.plan
+        here = set(plan.interfaces)  # every node; on one server of a cluster run, its own
         self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
                            autoStaticArp=False, waitConnected=False)
         for host in exp.hosts:
-            self.nodes[host] = self.net.addHost(host, cls=HarnessHost, ip=None)
-            self._on_change()
+            if host in here:
+                self.nodes[host] = self.net.addHost(host, cls=HarnessHost, ip=None)
+                self._on_change()
         for switch in exp.switches:
-            self.nodes[switch.name] = self.dataplane.add_switch(self.net, switch, plan)
-            self._on_change()
+            if switch.name in here:
+                self.nodes[switch.name] = self.dataplane.add_switch(self.net, switch, plan)
+                self._on_change()
         for link in exp.links:
+            if link.a not in here or link.b not in here:
+                if (link.a in here or link.b in here) and self._remote_end is not None:
+                    end = link.a if link.a in here else link.b
+                    self._remote_end(next(x for x in plan.interfaces[end] if x.link is link), self.nodes[end])
+                continue
             a = next(x for x in plan.interfaces[link.a] if x.link is link)
             b = next(x for x in plan.interfaces[link.b] if x.link is link)
             self.net.addLink(self.nodes[link.a], self.nodes[link.b], port1=a.port, port2=b.port,
@@ -65,7 +77,8 @@ class EmulatedNetwork:
                 for intf in plan.interfaces[node_name]:
                     limit_offloads(node.pid, intf.name, segs)
         for host in exp.hosts:
-            self._configure_host(host)
+            if host in here:
+                self._configure_host(host)
         self.dataplane.configure(self.net, plan)
         if exp.run.emulation.cpu_placement == "split":
             for node_name, intfs in plan.interfaces.items():

@@ -16,8 +16,8 @@ FAITHFUL, UNFAITHFUL, UNCHECKED = "faithful", "unfaithful", "unchecked"
 class FidelityViolation:
     """One invariant that broke."""
 
-    invariant: str | None = entry("`link`, `host` or `workers`")
-    where: str | None = entry("the directed link (`s1->s2`), `all cores`, or the job")
+    invariant: str | None = entry("`link`, `host`, `workers` or (across servers) `clock`")
+    where: str | None = entry("the directed link (`s1->s2`), `all cores`, the job, or the server")
     measured: float | None = entry("what was measured: a share (link, host) or milliseconds (workers)")
     threshold: float | None = entry("the `run.fidelity` threshold it broke")
     text: str | None = entry("the violation in one line")
@@ -93,6 +93,32 @@ class FidelityWorkers(WorkerTiming):
 
 
 @dataclass(frozen=True)
+class FidelityClock:
+    """A server's clock against the head's over a run spread over servers (docs/cluster.md#clocks)."""
+
+    offset_before_ms: float | None = entry("its offset (its clock minus the head's) before the jobs started, "
+                                           "applied to its start time")
+    error_before_ms: float | None = entry("that estimate's error bound (half the shortest probe round trip)")
+    offset_after_ms: float | None = entry("its offset after the jobs ended")
+    error_after_ms: float | None = entry("that estimate's error bound")
+    drift_ppm: float | None = entry("how fast the offset moved (µs per s); its workers' times were corrected "
+                                    "for it")
+    error_ms: float | None = entry("the bound on its corrected times: the larger of the two bounds")
+    limit_ms: float | None = entry("`run.fidelity.clock_error` of the shortest mean iteration: a larger "
+                                   "`error_ms` breaks the clock invariant")
+
+
+@dataclass(frozen=True)
+class FidelityServer:
+    """One server of a run spread over servers: its part of the checks."""
+
+    link_monitor: str | None = entry("`on`, or `unavailable: <why>`, on that server")
+    links: list[str] = entry("the directed links whose egress is there", factory=list)
+    host: FidelityHost | None = entry("its host invariant")
+    clock: FidelityClock | None = entry("its clock invariant")
+
+
+@dataclass(frozen=True)
 class Fidelity:
     """Whether the emulation kept Mininet-HiFi's invariants while the jobs ran."""
 
@@ -109,6 +135,9 @@ class Fidelity:
     monitor_cpu_s: float | None = entry("this harness's CPU seconds loading and reading the link monitor")
     monitor_kernel_s: float | None = entry("the kernel program's own seconds (only with "
                                            "`kernel.bpf_stats_enabled=1`; else null)")
+    servers: dict[str, FidelityServer] | None = entry(
+        "a run spread over servers (`servers:`): each server's checks, its clock among them; `host` is then "
+        "the busiest server's", optional=True, keys="server")
 
     @property
     def faithful(self) -> bool:

@@ -64,9 +64,11 @@ from mn_harness.state.files import (
 )
 from mn_harness.state.records import (
     KINDS,
+    CleanRemotePart,
     EgressProgramGone,
     KillProcess,
     RemoveDirectory,
+    RemoveTunnel,
     RestoreAllowedCongestionControl,
     StateFileError,
     Undo,
@@ -77,8 +79,8 @@ from mn_harness.state.records import (
     undo_kind,
 )
 
-__all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "EgressProgramGone",
-           "KillProcess", "RestoreAllowedCongestionControl",
-           "RemoveDirectory", "RunState", "StateFile", "StateFileError", "StateWriteError", "TeardownIncomplete",
+__all__ = ["DEFAULT_STATE_DIR", "KINDS", "STATE_DIR_ENV", "STATE_VERSION", "CleanIncomplete", "CleanRemotePart",
+           "EgressProgramGone", "KillProcess", "RestoreAllowedCongestionControl", "RemoveDirectory", "RemoveTunnel",
+           "RunState", "StateFile", "StateFileError", "StateWriteError", "TeardownIncomplete",
            "Undo", "UnregisterCongestionControl", "abort_tcp_sockets", "check_state_dir", "clean", "load_state_file",
            "proc_cmdline", "proc_start_time", "read_state_files", "state_dir", "undo_kind"]

@@ -268,6 +268,54 @@ class UnregisterCongestionControl(Undo):
         return True
 
 
+@undo_kind
+@dataclass(frozen=True)
+class RemoveTunnel(Undo):
+    """A tunnel device a server of a cluster run made in its own namespace and had not yet moved
+    into its node (mn_harness.cluster.tunnel): removed by its name, kind and VNI/key, never a
+    device of someone else. Once moved it goes with its node's namespace."""
+
+    kind: ClassVar[str] = "tunnel"
+    order: ClassVar[int] = 32
+    tunnel: str  # vxlan or gretap
+    ident: int  # its VNI or GRE key
+
+    def describe(self) -> str:
+        return f"{self.tunnel} tunnel {self.ident}"
+
+    def undo(self, log: Log) -> bool:
+        from mn_harness.cluster.tunnel import delete
+
+        if delete(self.tunnel, self.ident):
+            return True
+        log(f"could not remove the {self.describe()}")
+        return False
+
+
+@undo_kind
+@dataclass(frozen=True)
+class CleanRemotePart(Undo):
+    """A server's part of a cluster run (mn_harness.cluster): that server keeps its own state
+    file of it, so `clean` here runs `clean` of that run there, over ssh, and nothing else."""
+
+    kind: ClassVar[str] = "remote_part"
+    order: ClassVar[int] = 5
+    server: str
+    address: str
+    user: str
+    port: int
+    python: str
+    run_id: str  # the part's state file there
+
+    def describe(self) -> str:
+        return f"the part of server {self.server} ({self.address})"
+
+    def undo(self, log: Log) -> bool:
+        from mn_harness.cluster.remote import clean_part
+
+        return clean_part(self, log)
+
+
 # -- (de)serialisation -----------------------------------------------------------------------
 
 def to_json(record: Undo) -> dict[str, Any]:

@@ -410,6 +410,45 @@ bad_value("shifts-on", "run.shifts", True)
 bad_value("shifts-no-schedule", "run.shifts", {"drift": 0.1}, "run.shifts.schedule")
 bad_value("shifts-drift", "run.shifts", {"schedule": "cassini", "drift": 2}, "run.shifts.drift")
 bad_value("shifts-key", "run.shifts", {"schedule": "cassini", "threshold": 0.1}, "run.shifts.threshold")
+bad_value("fidelity-clock", "run.fidelity", {"clock_error": 2}, "run.fidelity.clock_error")
+
+# `servers:` (docs/cluster.md)
+_SERVERS = [{"name": "a", "address": "192.0.2.1"}, {"name": "b", "address": "192.0.2.2"}]
+bad_value("servers-string", "servers", "a,b")
+bad_value("servers-empty", "servers", [])
+bad_value("servers-no-address", "servers", [{"name": "a"}], "servers[0].address")
+bad_value("servers-address-option", "servers", [{"name": "a", "address": "-oProxyCommand=sh"}],
+          "servers[0].address")
+bad_value("servers-address-space", "servers", [{"name": "a", "address": "a b"}], "servers[0].address")
+bad_value("servers-bad-name", "servers", [{"name": "1a", "address": "192.0.2.1"}], "servers[0].name")
+bad_value("servers-port", "servers", [{"name": "a", "address": "192.0.2.1", "port": 70000}], "servers[0].port")
+bad_value("servers-user", "servers", [{"name": "a", "address": "192.0.2.1", "user": "root;sh"}],
+          "servers[0].user")
+bad_value("servers-python-relative", "servers", [{"name": "a", "address": "192.0.2.1", "python": "python3"}],
+          "servers[0].python")
+bad_value("servers-unknown-key", "servers", [{"name": "a", "address": "192.0.2.1", "ssh": "x"}],
+          "servers[0].ssh")
+bad_value("servers-unknown-node", "servers", [{"name": "a", "address": "192.0.2.1", "nodes": ["s9"]}],
+          "servers[0].nodes[0]")
+bad_value("servers-node-twice", "servers", [{"name": "a", "address": "192.0.2.1", "nodes": ["s1"]},
+                                            {"name": "b", "address": "192.0.2.2", "nodes": ["s1"]}],
+          "servers[1].nodes[0]")
+bad_value("servers-duplicate", "servers", [*_SERVERS, {"name": "a", "address": "192.0.2.3"}], "servers[2].name")
+bad_value("servers-same-address", "servers", [{"name": "a", "address": "192.0.2.1"},
+                                              {"name": "b", "address": "192.0.2.1"}], "servers[1].address")
+bad_value("servers-idle", "servers", [{"name": "a", "address": "192.0.2.1",
+                                       "nodes": ["h1", "h2", "h3", "h4", "s1", "s2"]},
+                                      {"name": "b", "address": "192.0.2.2"}], "servers[1]")
+
+
+def _with_servers(**top) -> str:
+    return mutated(lambda raw: raw.update({"servers": _SERVERS, **top}))
+
+
+bad_file("servers-ecmp", lambda: _with_servers(routing="ecmp"), "routing")
+bad_file("servers-bmv2", lambda: _with_servers(run={"dataplane": "bmv2"}), "run.dataplane")
+bad_file("servers-isolated", lambda: _with_servers(run={"dataplane": "linux", "isolated": True}), "run.isolated")
+bad_file("servers-shifts", lambda: _with_servers(run={"dataplane": "linux", "shifts": "cassini"}), "run.shifts")
 
 
 def _file_case(command: str, id: str, data, expect: str | None) -> Case:
@@ -701,6 +740,36 @@ argv_case("compare-resume-and-cc", ["compare", "--cc", "reno", "--resume", "{dir
 argv_case("compare-resume-missing", ["compare", "--resume", "{dir}/nope"], "{dir}/nope")
 argv_case("compare-resume-not-sweep", ["compare", "--resume", "{dir}"], "{dir}")
 argv_case("compare-resume-file", ["compare", "--resume", "{good}"], "{good}")
+argv_case("compare-round-one-arg", ["compare", "--round", "{dir}"], "--round")
+argv_case("compare-round-not-sweep", ["compare", "--round", "{dir}", "r001"], "{dir}")
+argv_case("compare-round-and-file", ["compare", "{good}", "--round", "{dir}", "r001"], "--round")
+argv_case("compare-merge-not-sweep", ["compare", "--merge", "{dir}"], "{dir}")
+argv_case("compare-merge-and-round", ["compare", "--merge", "{dir}", "--round", "{dir}", "r1"], "--round")
+
+
+def _servers_file(d: Path) -> Path:
+    return write(d, "servers.yaml", mutated(lambda raw: raw.update({"servers": _SERVERS})))
+
+
+case("run-servers-pcap", lambda d: (["run", str(_servers_file(d)), "--pcap", "s1-s2"], "--pcap"))
+case("run-servers-cli", lambda d: (["run", str(_servers_file(d)), "--cli"], "--cli"))
+
+
+def _planned(d: Path, rounds: str | None) -> Path:
+    folder = d / "sweep"
+    folder.mkdir()
+    folder.chmod(0o755)
+    write(folder, "plan.json", json.dumps(_GOOD_PLAN))
+    if rounds is not None:
+        write(folder, "rounds.json", rounds)
+    return folder
+
+
+case("compare-round-no-rounds", lambda d: (["compare", "--round", str(_planned(d, None)), "r001"],
+                                          str(d / "sweep")))
+case("compare-round-bad-rounds", lambda d: (["compare", "--round", str(_planned(d, "[]")), "r001"],
+                                            str(d / "sweep" / "rounds.json")))
+case("compare-merge-no-rounds", lambda d: (["compare", "--merge", str(_planned(d, None))], str(d / "sweep")))
 
 
 def resume_case(id: str, plan: str | bytes | Callable[[Path], None], expect: str = "plan.json") -> None:
