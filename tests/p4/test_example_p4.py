@@ -43,7 +43,7 @@ def test_the_example_experiment_runs_its_program_with_every_row_and_queue_teleme
 
     with open(results / "iterations.csv") as fh:
         keys = {(r["job"], int(r["rank"]), int(r["iteration"])) for r in csv.DictReader(fh)}
-    assert keys == {(j.name, r, i) for j in exp.jobs for r in range(j.n) for i in range(j.iterations)}
+    assert keys == {(j.name, r, i) for j in exp.jobs for r in range(j.n_workers) for i in range(j.iterations)}
 
     with open(results / "queue.csv") as fh:
         rows = list(csv.DictReader(fh))
