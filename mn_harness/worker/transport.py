@@ -140,7 +140,6 @@ class Connection:
         self.peer_closed = False  # framed: the peer's stream ended (no READY will come)
         self.ready_at: deque[float] = deque()  # when each READY not yet used by a handshake send came
         self.lags: list[float] = []  # per send: from what it waited for (data received, READY) to its writing
-        self.free_at = 0.0  # when the send loop last finished a write (a send queues behind the one before it)
         self.recvs: queue.SimpleQueue[TransportOp | None] = queue.SimpleQueue()
         self.broken: BaseException | None = None
         self.threads = [threading.Thread(target=self._send_loop, daemon=True),
@@ -199,40 +198,17 @@ class Connection:
         name_thread(SEND)
         buf = memoryview(bytearray(self.tunables.io_bytes))
         filler = filler_fd() if self.tunables.zero_copy else None
+        free_at = 0.0  # when the previous write on this connection ended: a send queues behind it
         while (item := self._next()) is not None:
             if isinstance(item, int):
                 try:
                     self.sock.sendall(READY * item)
                 except OSError as exc:
                     self.broken = self.broken or exc
-                self.free_at = time.monotonic()
-                continue
-            op = item
-            self._lag(op)
-            try:
-                if self.broken is not None:
-                    raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
-                for dep in op.after:
-                    if dep.error is not None:
-                        raise dep.error
-                if op.handshake and self.peer_ready < self.hs_sent:
-                    raise TransportError(f"rank {self.peer} closed the connection before posting the receive")
-                if filler is not None:
-                    self._splice(op, filler)
-                else:
-                    if self.framed:
-                        self.sock.sendall(DATA)
-                    buf[:len(op.tag)] = op.tag
-                    left = op.nbytes
-                    while left > 0:
-                        k = min(left, len(buf))
-                        self.sock.sendall(buf[:k])
-                        left -= k
-                self.free_at = time.monotonic()
-                self._finish(op, None)
-            except BaseException as exc:  # reported by TransportOp.wait() in the thread that waits
-                self.free_at = time.monotonic()
-                self._finish(op, exc)
+            else:
+                self._lag(item, free_at)
+                self._write(item, buf, filler)
+            free_at = time.monotonic()
         try:
             self.sock.shutdown(socket.SHUT_WR)  # the peer's receiver sees the end of the stream
         except OSError:
@@ -250,14 +226,40 @@ class Connection:
                 raise TransportError(f"rank {self.peer} closed the connection")
             left -= k
 
-    def _lag(self, op: TransportOp) -> None:
+    def _write(self, op: TransportOp, buf: memoryview, filler: int | None) -> None:
+        """Write one send's bytes (its failure is reported by TransportOp.wait() in the thread
+        that waits)."""
+        try:
+            if self.broken is not None:
+                raise TransportError(f"connection to rank {self.peer} failed earlier: {self.broken}")
+            for dep in op.after:
+                if dep.error is not None:
+                    raise dep.error
+            if op.handshake and self.peer_ready < self.hs_sent:
+                raise TransportError(f"rank {self.peer} closed the connection before posting the receive")
+            if filler is not None:
+                self._splice(op, filler)
+            else:
+                if self.framed:
+                    self.sock.sendall(DATA)
+                buf[:len(op.tag)] = op.tag
+                left = op.nbytes
+                while left > 0:
+                    k = min(left, len(buf))
+                    self.sock.sendall(buf[:k])
+                    left -= k
+            self._finish(op, None)
+        except BaseException as exc:
+            self._finish(op, exc)
+
+    def _lag(self, op: TransportOp, free_at: float) -> None:
         """How long the send waited to be written once it could be (the workers' invariant: a
         real NIC's sender is not delayed by a busy host): from the latest of its posting, its
         dependencies' completion, (handshake) its READY's arrival and the end of the write before
         it on this connection (a NIC serializes too: waiting behind one's own bytes is the
         link's time, not the host's)."""
         start = time.monotonic()
-        ready = max([op.posted_at, self.free_at, *(dep.done_at for dep in op.after)])
+        ready = max([op.posted_at, free_at, *(dep.done_at for dep in op.after)])
         if op.handshake:
             with self.cv:
                 came = self.ready_at.popleft() if self.ready_at else 0.0
