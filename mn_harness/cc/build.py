@@ -25,7 +25,14 @@ from mn_harness.bpf.errors import BpfError, BpfUnavailable
 from mn_harness.bpf.toolchain import ObjectBuilder
 from mn_harness.cc.errors import CCError, CCUnavailable
 from mn_harness.cc.spec import CCSpec
-from mn_harness.cc.variants import ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE, BPF_VARIANTS, MIN_ITERATION_FRACTION
+from mn_harness.cc.variants import (
+    ADAPT_BACKOFF_MAX,
+    ADAPT_DROP,
+    ADAPT_GAIN,
+    ADAPT_PATIENCE,
+    BPF_VARIANTS,
+    MIN_ITERATION_FRACTION,
+)
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 FP_ONE = 1024  # fixed point used in mltcp_common.h (MLTCP_FP_SHIFT = 10)
@@ -102,6 +109,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_ADAPT_GAIN_FP={round(ADAPT_GAIN * FP_ONE)}",
             f"-DMLTCP_ADAPT_PATIENCE={ADAPT_PATIENCE}",
             f"-DMLTCP_ADAPT_DROP_FP={round(ADAPT_DROP * FP_ONE)}",
+            f"-DMLTCP_ADAPT_BACKOFF_MAX={ADAPT_BACKOFF_MAX}",
             f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():

@@ -27,6 +27,7 @@ from mn_harness.cc.manager import (
     unregister_by_name,
 )
 from mn_harness.cc.spec import CCSpec
+from tests.cc.adapt_rule import adapt_states, row_rate
 
 pytestmark = pytest.mark.root
 
@@ -526,36 +527,6 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     assert got[True]["after"] <= 12, got  # 10, plus what the one byte's ACK added
 
 
-def adapt_states(rows: list[dict]) -> str:
-    """The adaptive step's rule (mltcp_common.h mltcp_adapt) in Python, on the rows' own bytes
-    and times: per row, S while searching, b not, and then the state after the last row. The
-    kernel's integer arithmetic: rate =
-    bytes * 1024 // microseconds; progress over the best by ADAPT_GAIN; ADAPT_PATIENCE rows
-    without end the search; not searching, 2 rows in a row under the usual rate by ADAPT_DROP
-    start one, and the usual rate moves a quarter of the way to each other row's."""
-    from mn_harness.cc.variants import ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE
-    gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
-    ref = count = 0
-    base, out = False, ""
-    for r in rows:
-        out += "b" if base else "S"
-        rate = min((r["bytes"] << 10) // max(1, round((r["end_s"] - r["start_s"]) * 1e9) // 1000), 2**32 - 1)
-        if not base:
-            if rate * 1024 > ref * (1024 + gain):
-                ref, count = rate, 0
-            else:
-                count += 1
-                if count >= ADAPT_PATIENCE:
-                    base, ref, count = True, rate, 0
-        elif rate * 1024 < ref * (1024 - drop):
-            count += 1
-            if count >= 2:
-                base, ref, count = False, rate, 0
-        else:
-            count, ref = 0, (ref * 3 + rate) // 4
-    return out + ("b" if base else "S")
-
-
 @pytest.mark.parametrize("kinds,shape", [
     # steady (a job alone, or apart from its rivals): nothing to gain, the search ends
     ("FFFFFFFFFFFF", "S{9,10}b+"),
@@ -566,14 +537,17 @@ def adapt_states(rows: list[dict]) -> str:
     ("SSSSSSFFFFFFFFFFFF", "S{15,16}b+"),
     # apart, then colliding twice in a row (a relapse, a new rival): a new search
     ("FFFFFFFFFFFFSSFFFF", "S{9,10}b{4,5}S+"),
+    # the backoff: a relapse whose search only gets back to the usual rate (no progress) makes
+    # the next search need 4 slow iterations in a row: 2 start none, 4 do
+    ("F" * 12 + "SS" + "F" * 10 + "SS" + "FF" + "SSSS" + "FF", "S{9,10}b{4,5}S{8}b{10}S+"),
 ])
 def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
     """The adaptive step (mltcp_common.h mltcp_adapt) on one connection whose iterations are
     fast (F: 2 MB at once, 200 Mbit/s) or slow (S: the second MB 60 ms after the first was
     acknowledged, ~0.6 of F's rate). The kernel's state per row (telemetry `slope`: 32 while it
     searches, 0 as its base CC) must be what the rule computes in Python from the rows' own
-    rates (adapt_states), and have the shape each pattern is for; rows as the base CC have
-    F = 1, searching rows reach F > 20 (slope 32)."""
+    rates (adapt_rule.adapt_states), and have the shape each pattern is for; rows as the base CC
+    have F = 1, searching rows reach F > 20 (slope 32)."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1)
     assert spec.resolved().adapt and spec.resolved().slope == 32
@@ -583,7 +557,7 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
     got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in mine)
     rates = [round(r["bytes"] / (r["end_s"] - r["start_s"]) / 1e6) for r in mine if r["end_s"]]
     complete = [r for r in mine if not r["final"]]
-    assert got == adapt_states(complete), (got, rates)  # the last row: written at close
+    assert got == adapt_states([row_rate(r) for r in complete]), (got, rates)  # last row: at close
     assert re.fullmatch(shape, got), (got, rates)
     assert all(r["f_last"] == 1.0 for r in complete if got[r["iteration"] - 1] == "b"), \
         [r["f_last"] for r in complete]

@@ -64,6 +64,9 @@
 #define MLTCP_ADAPT_DROP_FP 256
 #endif
 #define MLTCP_ADAPT_RELAPSE 2	/* collided iterations in a row that start a new search */
+#ifndef MLTCP_ADAPT_BACKOFF_MAX /* the most collided iterations in a row a new search can need */
+#define MLTCP_ADAPT_BACKOFF_MAX 64
+#endif
 
 #define MLTCP_STR2(x) #x
 #define MLTCP_STR(x) MLTCP_STR2(x)
@@ -182,6 +185,8 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 /* mltcp_state.flags */
 #define MLTCP_F_LAST_BIG 0x1	/* the last iteration was over 1.5x the estimate (not learned) */
 #define MLTCP_F_BASE 0x2	/* adaptive: not searching: F = 1, no restart (the base CC) */
+#define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches in a row without progress; */
+#define MLTCP_F_BACKOFF 0x1c	/* a new search needs MLTCP_ADAPT_RELAPSE << that many */
 
 /*
  * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
@@ -352,15 +357,28 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * progress (the phase moved out of an overlap). MLTCP_ADAPT_PATIENCE iterations without progress
  * end the search: F = 1 and no restart, its base CC, whether the jobs are apart (nothing left to
  * gain) or cannot be (nothing to find). Not searching, it follows its usual rate (a moving
- * average, 1/4 per iteration); MLTCP_ADAPT_RELAPSE iterations in a row under it by
- * MLTCP_ADAPT_DROP_FP (phases that were apart collide again, or a new rival came) start a new
- * search from the rate it has then.
+ * average, 1/4 per iteration); iterations in a row under it by MLTCP_ADAPT_DROP_FP (phases that
+ * were apart collide again, or a new rival came) start a new search, whose best so far is that
+ * usual rate: getting back to it is no progress, beating it is.
+ * The backoff: MLTCP_ADAPT_RELAPSE such iterations start a search, twice as many after each
+ * search in a row that made no progress (up to MLTCP_ADAPT_BACKOFF_MAX), and progress resets
+ * it. Where the link is contended for good, the base CC's own swings trip the relapse rule
+ * every few iterations and each search only costs the tail; phases that really collide again
+ * stay slow, so the search still comes, later.
  */
+static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
+{
+	__u32 n = MLTCP_ADAPT_RELAPSE << ((st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT);
+
+	return n < MLTCP_ADAPT_BACKOFF_MAX ? n : MLTCP_ADAPT_BACKOFF_MAX;
+}
+
 static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns)
 {
 #if MLTCP_ADAPT
 	__u64 us = dur_ns / 1000;
 	__u64 rate, ref = st->rate_ref;
+	__u8 backoff;
 
 	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
 	if (rate > 0xffffffffULL)
@@ -369,6 +387,7 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 		if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
 			st->rate_ref = (__u32)rate;
 			st->count = 0;
+			st->flags &= ~MLTCP_F_BACKOFF;
 		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
 			st->flags |= MLTCP_F_BASE;
 			st->rate_ref = (__u32)rate;
@@ -377,9 +396,13 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 		return;
 	}
 	if (rate * MLTCP_FP_ONE < ref * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
-		if (++st->count >= MLTCP_ADAPT_RELAPSE) {
-			st->flags &= ~MLTCP_F_BASE;
-			st->rate_ref = (__u32)rate;
+		if (++st->count >= mltcp_relapse_after(st)) {
+			/* counted as no progress until progress resets it: a search in a row more */
+			backoff = (st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT;
+			if ((MLTCP_ADAPT_RELAPSE << backoff) < MLTCP_ADAPT_BACKOFF_MAX)
+				backoff++;
+			st->flags = (st->flags & ~(MLTCP_F_BASE | MLTCP_F_BACKOFF)) |
+				    (__u8)(backoff << MLTCP_F_BACKOFF_SHIFT);
 			st->count = 0;
 		}
 		return;

@@ -1,0 +1,47 @@
+"""The adaptive step's rule (mltcp_common.h mltcp_adapt) in Python, in the kernel's integer
+arithmetic: the root tests check the kernel's state per telemetry row against it, the unit tests
+check it does what docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
+
+from __future__ import annotations
+
+from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE
+
+RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row that start a search
+U32_MAX = 2**32 - 1
+
+
+def row_rate(row: dict) -> int:
+    """An iteration's rate as the kernel takes it: bytes x1024 per microsecond of the time from
+    its first send to its last ACK."""
+    us = round((row["end_s"] - row["start_s"]) * 1e9) // 1000
+    return min((row["bytes"] << 10) // max(1, us), U32_MAX)
+
+
+def adapt_states(rates: list[int]) -> str:
+    """Per iteration rate: S while searching, b as the base CC; then the state after the last.
+    Searching: a rate over the best by ADAPT_GAIN is progress (and resets the backoff),
+    ADAPT_PATIENCE iterations without end the search. As the base CC the usual rate moves a
+    quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row
+    under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate, and
+    count one more search without progress until progress resets it."""
+    gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
+    ref = count = backoff = 0
+    base, out = False, ""
+    for rate in rates:
+        out += "b" if base else "S"
+        if not base:
+            if rate * 1024 > ref * (1024 + gain):
+                ref, count, backoff = rate, 0, 0
+            else:
+                count += 1
+                if count >= ADAPT_PATIENCE:
+                    base, ref, count = True, rate, 0
+        elif rate * 1024 < ref * (1024 - drop):
+            count += 1
+            if count >= min(RELAPSE << backoff, ADAPT_BACKOFF_MAX):
+                base, count = False, 0
+                if RELAPSE << backoff < ADAPT_BACKOFF_MAX:
+                    backoff += 1
+        else:
+            count, ref = 0, (ref * 3 + rate) // 4
+    return out + ("b" if base else "S")

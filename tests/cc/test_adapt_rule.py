@@ -1,0 +1,68 @@
+"""The adaptive step's rule in Python (tests/cc/adapt_rule.py, the copy the root tests check the
+kernel against) does what docs/cc.md#the-adaptive-step says, on made-up rates."""
+
+from __future__ import annotations
+
+import re
+
+from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_PATIENCE
+from tests.cc.adapt_rule import RELAPSE, adapt_states, row_rate
+
+FAST, SLOW = 25_000, 15_000  # x1024 bytes per us: 200 Mbit/s, and 0.6 of it (a collision)
+
+
+def run(kinds: str) -> str:
+    return adapt_states([FAST if k == "F" else SLOW for k in kinds])
+
+
+def test_row_rate_is_the_kernels_integer_rate():
+    row = {"bytes": 2_000_000, "start_s": 1.0, "end_s": 1.08}
+    assert row_rate(row) == 2_000_000 * 1024 // 80_000
+    assert row_rate({"bytes": 5, "start_s": 1.0, "end_s": 1.0}) == 5 * 1024  # 0 us: 1 us
+
+
+def test_a_steady_socket_searches_patience_plus_one_iterations_then_runs_as_the_base_cc():
+    assert run("F" * 20) == "S" * (ADAPT_PATIENCE + 1) + "b" * 12
+
+
+def test_two_slow_iterations_start_a_search_whose_best_is_the_usual_rate():
+    got = run("F" * 12 + "SS" + "F" * 10)
+    # 9 searching, 5 as the base CC, the search from the relapse: 8 iterations that only get
+    # back to the usual rate are no progress
+    assert got == "S" * 9 + "b" * 5 + "S" * ADAPT_PATIENCE + "b" * 3
+
+
+def test_a_search_without_progress_doubles_the_slow_iterations_the_next_one_needs():
+    head = "F" * 12 + "SS" + "F" * 10  # one search without progress: the next needs 4
+    assert re.fullmatch(r"S{9}b{5}S{8}b{3}", run(head))
+    assert run(head + "SSS" + "F").endswith("b" * 5)
+    assert run(head + "SSSS" + "F").endswith("bbbbS" + "S")
+
+
+def fewest_slow_that_start_a_search(kinds: str) -> int:
+    return next(n for n in range(1, ADAPT_BACKOFF_MAX + 2) if run(kinds + "S" * n).endswith("S"))
+
+
+def test_the_backoff_doubles_up_to_its_cap():
+    kinds, seen = "F" * 12, []
+    for _ in range(8):  # relapse after relapse, each search only getting back to the usual rate
+        n = fewest_slow_that_start_a_search(kinds)
+        seen.append(n)
+        kinds += "S" * n + "F" * (ADAPT_PATIENCE + 2)
+    assert seen == [min(RELAPSE << i, ADAPT_BACKOFF_MAX) for i in range(8)] == \
+        [2, 4, 8, 16, 32, 64, 64, 64]
+
+
+def test_progress_resets_the_backoff():
+    kinds = "F" * 12
+    for _ in range(3):  # three searches without progress: the next needs 16
+        kinds += "S" * fewest_slow_that_start_a_search(kinds) + "F" * (ADAPT_PATIENCE + 2)
+    assert fewest_slow_that_start_a_search(kinds) == 16
+    rates = [FAST if k == "F" else SLOW for k in kinds + "S" * 16]
+    assert adapt_states(rates).endswith("bS")
+    # the search finds a rate over the usual one by more than ADAPT_GAIN (the phase moved out of
+    # an overlap that predates the relapse): progress, and two slow iterations start a search
+    rates += [2 * FAST] * (ADAPT_PATIENCE + 3)
+    assert adapt_states(rates).endswith("S" * ADAPT_PATIENCE + "bbb")
+    assert adapt_states(rates + [FAST, FAST]).endswith("bbS")
+    assert adapt_states(rates + [FAST]).endswith("bb")
