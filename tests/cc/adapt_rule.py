@@ -19,29 +19,30 @@ def row_rate(row: dict) -> int:
 
 def adapt_states(rates: list[int]) -> str:
     """Per iteration rate: S while searching, b as the base CC; then the state after the last.
-    Searching: a rate over the best by ADAPT_GAIN is progress (and resets the backoff),
-    ADAPT_PATIENCE iterations without end the search. As the base CC the usual rate moves a
-    quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row
-    under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate, and
-    count one more search without progress until progress resets it."""
+    Searching: a rate over the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without
+    end the search. As the base CC the usual rate is the first iteration's, then moves a quarter
+    of the way to each rate not ADAPT_DROP under it; RELAPSE << relapses so far rates in a row
+    under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate."""
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
-    ref = count = backoff = 0
+    ref = count = relapses = 0
     base, out = False, ""
     for rate in rates:
         out += "b" if base else "S"
         if not base:
             if rate * 1024 > ref * (1024 + gain):
-                ref, count, backoff = rate, 0, 0
+                ref, count = rate, 0
             else:
                 count += 1
                 if count >= ADAPT_PATIENCE:
-                    base, ref, count = True, rate, 0
+                    base, ref, count = True, 0, 0
+        elif not ref:
+            ref = rate or 1
         elif rate * 1024 < ref * (1024 - drop):
             count += 1
-            if count >= min(RELAPSE << backoff, ADAPT_BACKOFF_MAX):
+            if count >= min(RELAPSE << relapses, ADAPT_BACKOFF_MAX):
                 base, count = False, 0
-                if RELAPSE << backoff < ADAPT_BACKOFF_MAX:
-                    backoff += 1
+                if RELAPSE << relapses < ADAPT_BACKOFF_MAX:
+                    relapses += 1
         else:
             count, ref = 0, (ref * 3 + rate) // 4
     return out + ("b" if base else "S")

@@ -32,8 +32,8 @@ def test_two_slow_iterations_start_a_search_whose_best_is_the_usual_rate():
     assert got == "S" * 9 + "b" * 5 + "S" * ADAPT_PATIENCE + "b" * 3
 
 
-def test_a_search_without_progress_doubles_the_slow_iterations_the_next_one_needs():
-    head = "F" * 12 + "SS" + "F" * 10  # one search without progress: the next needs 4
+def test_each_relapse_doubles_the_slow_iterations_the_next_one_needs():
+    head = "F" * 12 + "SS" + "F" * 10  # one relapse: the next needs 4
     assert re.fullmatch(r"S{9}b{5}S{8}b{3}", run(head))
     assert run(head + "SSS" + "F").endswith("b" * 5)
     assert run(head + "SSSS" + "F").endswith("bbbbS" + "S")
@@ -45,7 +45,7 @@ def fewest_slow_that_start_a_search(kinds: str) -> int:
 
 def test_the_backoff_doubles_up_to_its_cap():
     kinds, seen = "F" * 12, []
-    for _ in range(8):  # relapse after relapse, each search only getting back to the usual rate
+    for _ in range(8):  # relapse after relapse
         n = fewest_slow_that_start_a_search(kinds)
         seen.append(n)
         kinds += "S" * n + "F" * (ADAPT_PATIENCE + 2)
@@ -53,16 +53,24 @@ def test_the_backoff_doubles_up_to_its_cap():
         [2, 4, 8, 16, 32, 64, 64, 64]
 
 
-def test_progress_resets_the_backoff():
+def test_progress_in_a_search_does_not_reset_the_backoff():
     kinds = "F" * 12
-    for _ in range(3):  # three searches without progress: the next needs 16
+    for _ in range(3):  # three relapses: the next needs 16
         kinds += "S" * fewest_slow_that_start_a_search(kinds) + "F" * (ADAPT_PATIENCE + 2)
     assert fewest_slow_that_start_a_search(kinds) == 16
     rates = [FAST if k == "F" else SLOW for k in kinds + "S" * 16]
     assert adapt_states(rates).endswith("bS")
-    # the search finds a rate over the usual one by more than ADAPT_GAIN (the phase moved out of
-    # an overlap that predates the relapse): progress, and two slow iterations start a search
-    rates += [2 * FAST] * (ADAPT_PATIENCE + 3)
-    assert adapt_states(rates).endswith("S" * ADAPT_PATIENCE + "bbb")
-    assert adapt_states(rates + [FAST, FAST]).endswith("bbS")
-    assert adapt_states(rates + [FAST]).endswith("bb")
+    # the search's rate beats the usual one by more than ADAPT_GAIN, as a searching socket's does
+    # where it takes the link from rivals running as their base CC: the next search needs 32
+    rates += [2 * FAST] * (ADAPT_PATIENCE + 1) + [FAST] * 3
+    assert adapt_states(rates).endswith("S" * (ADAPT_PATIENCE + 1) + "bbbb")
+    assert adapt_states(rates + [FAST // 2] * 31).endswith("b" * 32)
+    assert adapt_states(rates + [FAST // 2] * 32).endswith("bS")
+
+
+def test_the_usual_rate_is_the_base_ccs_own_not_the_searchs():
+    # the search ends on a fast iteration (its rate is no measure of the base CC); two slower
+    # base iterations after it are the base CC's usual rate, not a relapse
+    rates = [2 * FAST] * (ADAPT_PATIENCE + 1) + [FAST] * 4
+    assert adapt_states(rates) == "S" * (ADAPT_PATIENCE + 1) + "b" * 5
+    assert adapt_states(rates + [SLOW, SLOW]).endswith("bbS")

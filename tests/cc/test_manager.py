@@ -537,8 +537,8 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     ("SSSSSSFFFFFFFFFFFF", "S{15,16}b+"),
     # apart, then colliding twice in a row (a relapse, a new rival): a new search
     ("FFFFFFFFFFFFSSFFFF", "S{9,10}b{4,5}S+"),
-    # the backoff: a relapse whose search only gets back to the usual rate (no progress) makes
-    # the next search need 4 slow iterations in a row: 2 start none, 4 do
+    # the backoff: after one relapse the next search needs 4 slow iterations in a row: 2 start
+    # none, 4 do
     ("F" * 12 + "SS" + "F" * 10 + "SS" + "FF" + "SSSS" + "FF", "S{9,10}b{4,5}S{8}b{10}S+"),
 ])
 def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):

@@ -185,8 +185,8 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 /* mltcp_state.flags */
 #define MLTCP_F_LAST_BIG 0x1	/* the last iteration was over 1.5x the estimate (not learned) */
 #define MLTCP_F_BASE 0x2	/* adaptive: not searching: F = 1, no restart (the base CC) */
-#define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches in a row without progress; */
-#define MLTCP_F_BACKOFF 0x1c	/* a new search needs MLTCP_ADAPT_RELAPSE << that many */
+#define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches started by a relapse so far; */
+#define MLTCP_F_BACKOFF 0x1c	/* the next needs MLTCP_ADAPT_RELAPSE << that many slow iterations */
 
 /*
  * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
@@ -199,7 +199,7 @@ struct mltcp_state {
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
 	__u32 iter;		/* current iteration number, 0 = no data sent yet */
 	__u32 rate_ref;		/* adaptive, bytes per us x1024: searching, the best iteration's rate;
-				 * not searching, the usual one's (a moving average) */
+				 * not searching, the usual one's (a moving average; 0: not yet) */
 	__u16 sport;		/* local port, saved because it reads 0 in release() */
 	__u8 flags;		/* MLTCP_F_* */
 	__u8 count;		/* adaptive: searching, iterations since the last progress; not
@@ -356,15 +356,17 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * from its first send to its last ACK); a rate over the best one by MLTCP_ADAPT_GAIN_FP is
  * progress (the phase moved out of an overlap). MLTCP_ADAPT_PATIENCE iterations without progress
  * end the search: F = 1 and no restart, its base CC, whether the jobs are apart (nothing left to
- * gain) or cannot be (nothing to find). Not searching, it follows its usual rate (a moving
- * average, 1/4 per iteration); iterations in a row under it by MLTCP_ADAPT_DROP_FP (phases that
- * were apart collide again, or a new rival came) start a new search, whose best so far is that
- * usual rate: getting back to it is no progress, beating it is.
- * The backoff: MLTCP_ADAPT_RELAPSE such iterations start a search, twice as many after each
- * search in a row that made no progress (up to MLTCP_ADAPT_BACKOFF_MAX), and progress resets
- * it. Where the link is contended for good, the base CC's own swings trip the relapse rule
- * every few iterations and each search only costs the tail; phases that really collide again
- * stay slow, so the search still comes, later.
+ * gain) or cannot be (nothing to find). Not searching, it follows its usual rate: the base CC's
+ * own, from its first iteration on (a searching socket's rate is no measure of it: where the link
+ * is contended it takes the link from rivals that run as their base CC, and its rate was twice
+ * theirs), then a moving average, 1/4 per iteration. Iterations in a row under it by
+ * MLTCP_ADAPT_DROP_FP (phases that were apart collide again, or a new rival came) start a new
+ * search, whose best so far is that usual rate: getting back to it is no progress.
+ * The backoff: MLTCP_ADAPT_RELAPSE such iterations start the first new search, and each one
+ * doubles the number the next needs (up to MLTCP_ADAPT_BACKOFF_MAX). Where the link is contended
+ * for good, the base CC's own swings trip the relapse rule every few iterations and each search
+ * only costs the tail; phases that really collide again stay slow, so the search still comes,
+ * later. Progress in a search does not reset it: there, too, it is the rivals' loss.
  */
 static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 {
@@ -387,17 +389,19 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 		if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
 			st->rate_ref = (__u32)rate;
 			st->count = 0;
-			st->flags &= ~MLTCP_F_BACKOFF;
 		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
 			st->flags |= MLTCP_F_BASE;
-			st->rate_ref = (__u32)rate;
+			st->rate_ref = 0;	/* the next iteration, the base CC's, sets it */
 			st->count = 0;
 		}
 		return;
 	}
+	if (!ref) {
+		st->rate_ref = (__u32)(rate ? rate : 1);
+		return;
+	}
 	if (rate * MLTCP_FP_ONE < ref * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
 		if (++st->count >= mltcp_relapse_after(st)) {
-			/* counted as no progress until progress resets it: a search in a row more */
 			backoff = (st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT;
 			if ((MLTCP_ADAPT_RELAPSE << backoff) < MLTCP_ADAPT_BACKOFF_MAX)
 				backoff++;
