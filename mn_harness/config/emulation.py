@@ -9,7 +9,7 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
                                   #   unshaped: left as the veth is (no qdisc, no rate), as plain Mininet
         host_queue: link          # a shaped host egress's leaf: link (the link's `queue`, as every port) |
                                   #   txqueuelen (a NIC's own qdisc: a FIFO of the device's 1000 packets)
-        queue_limit: bytes        # the ports' FIFO: bytes (`queue` x 1514 bytes) | packets (`queue`
+        queue_limit: bytes        # the ports' FIFO: bytes (`queue` x the link's frame, 1514 bytes) | packets (`queue`
                                   #   packets, a GSO super-packet counts as one) | txqueuelen (1000
                                   #   packets, `queue` ignored: TCLink's default leaf)
         htb_burst: 1ms            # HTB's burst: a duration at the link rate (at least 4 frames), a size,
@@ -57,13 +57,13 @@ class Burst:
     def auto(self) -> bool:
         return self.seconds is None and self.bytes is None
 
-    def bytes_at(self, bw_bps: float) -> int | None:
-        """The bucket in bytes at `bw_bps`; None for auto."""
+    def bytes_at(self, bw_bps: float, frame_bytes: int = FRAME_BYTES) -> int | None:
+        """The bucket in bytes at `bw_bps` on a link of `frame_bytes` frames; None for auto."""
         if self.bytes is not None:
             return self.bytes
         if self.seconds is None:
             return None
-        return max(MIN_BURST_FRAMES * FRAME_BYTES, int(bw_bps / 8 * self.seconds))
+        return max(MIN_BURST_FRAMES * frame_bytes, int(bw_bps / 8 * self.seconds))
 
     def to_yaml(self) -> str | int:
         if self.bytes is not None:

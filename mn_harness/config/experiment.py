@@ -27,6 +27,7 @@ from mn_harness.config.model import (
 )
 from mn_harness.config.servers import ServerConfig, check_cluster, parse_servers
 from mn_harness.errors import ConfigError
+from mn_harness.frames import DEFAULT_MTU
 from mn_harness.p4 import DEFAULT_PROGRAM
 from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
 
@@ -137,7 +138,7 @@ class Experiment:
                               f"{MAX_NETWORK_NODES} nodes in one experiment")
 
         defaults = raw.get("link_defaults", {})
-        check_keys(defaults, "link_defaults", {"bw", "queue", "delay"})
+        check_keys(defaults, "link_defaults", {"bw", "queue", "delay", "mtu"})
         links = []
         pairs: dict[frozenset, str] = {}
         for i, l_raw in enumerate(_list(raw["links"], "links")):
@@ -224,9 +225,15 @@ class Experiment:
 
     def _check_emulation(self) -> None:
         """Bridges (run.emulation.switches) forward on one spanning tree without STP: a loop
-        would flood for ever, and a bridge has no equal-cost paths to hash over."""
+        would flood for ever, and a bridge has no equal-cost paths to hash over. Nor does a
+        bridge tell a host that a frame is too large for its next link (a router answers with
+        ICMP, and the hosts' routes carry each path's MTU): one MTU on every link."""
         if self.run.emulation.switches != "bridge":
             return
+        for i, link in enumerate(self.links):
+            if link.mtu != self.links[0].mtu:
+                raise ConfigError(f"links[{i}].mtu", f"{link.mtu}: with bridges (run.emulation.switches) every "
+                                  f"link has one MTU; links[0] has {self.links[0].mtu}")
         if self.routing == "ecmp":
             raise ConfigError("run.emulation.switches", "bridge: routing ecmp needs routers (a bridge "
                               "forwards on one path)")
@@ -258,6 +265,9 @@ class Experiment:
             if link.queue_packets > NO_MARKING:
                 raise ConfigError(f"links[{i}].queue", f"at most {NO_MARKING} packets on the bmv2 data "
                                   f"plane (queue depths are 19-bit fields), got {link.queue_packets}")
+            if link.mtu != DEFAULT_MTU:
+                raise ConfigError(f"links[{i}].mtu", f"{link.mtu}: only {DEFAULT_MTU} on the bmv2 data plane "
+                                  f"(its queues' rates are frames of {FRAME_BYTES} bytes per second)")
             if link.bw_bps < 8 * FRAME_BYTES:
                 raise ConfigError(f"links[{i}].bw", f"at least {8 * FRAME_BYTES}bit on the bmv2 data "
                                   "plane (its queues drain whole frames per second: 1 frame/s)")

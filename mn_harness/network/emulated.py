@@ -75,6 +75,7 @@ class EmulatedNetwork:
                 segs = self.dataplane.host_gso_max_segs(segs)
             if node.inNamespace:
                 for intf in plan.interfaces[node_name]:
+                    run_in(node.pid, ["ip", "link", "set", "dev", intf.name, "mtu", str(intf.link.mtu)])
                     limit_offloads(node.pid, intf.name, segs)
         for host in exp.hosts:
             if host in here:
@@ -96,6 +97,9 @@ class EmulatedNetwork:
         mn_intf.ip, mn_intf.prefixLen = intf.ip, intf.prefix_len
         for argv in self.dataplane.host_routes(intf):
             run_in(pid, argv)
+        for dst_ip, mtu in self.plan.route_mtus(host).items():  # paths through a link of a smaller MTU
+            run_in(pid, ["ip", "route", "replace", f"{dst_ip}/32", "via", intf.peer_ip, "dev", intf.name,
+                         "mtu", str(mtu)])
         if self.dataplane.host_neighbours_static():
             run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
                          "dev", intf.name, "nud", "permanent"])

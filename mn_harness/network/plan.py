@@ -210,6 +210,27 @@ class NetworkPlan:
             nodes.append(node)
         return nodes
 
+    def path_mtu(self, src: str, dst: str) -> int:
+        """The smallest MTU of any link host src's packets to host dst may cross: every
+        equal-cost path counts, whichever the data plane (ECMP) picks."""
+        mtus, todo, seen = [], [src], {src}
+        while todo:
+            node = todo.pop()
+            for peer in self._candidates.get((node, dst), ()):
+                mtus.append(self.interface_towards(node, peer).link.mtu)
+                if peer not in seen:
+                    seen.add(peer)
+                    todo.append(peer)
+        return min(mtus)
+
+    def route_mtus(self, host: str) -> dict[str, int]:
+        """Destination address -> path MTU, for every other host whose path MTU from `host` is
+        below the MTU of `host`'s own link: the host's route to it carries that MTU, so TCP
+        sends segments every link on the way takes (no ICMP round trip to find it out)."""
+        own = self.gateway(host).link.mtu
+        return {self.host_ip[dst]: mtu for dst in self.experiment.hosts
+                if dst != host and (mtu := self.path_mtu(host, dst)) < own}
+
     def _hops(self, nodes: list[str]) -> list[Hop]:
         return [Hop(a, b, self.interface_towards(a, b).link) for a, b in zip(nodes, nodes[1:], strict=False)]
 
