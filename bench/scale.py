@@ -249,14 +249,16 @@ def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations
               + (f", at {mean_ci(per_core, 2)} Gbit/s of goodput per busy core" if per_core else ""), flush=True)
 
 
-def forwarding_reference(repeat: int, lock: ChunkedLock, gso_max_segs: int, keys: dict, out: dict) -> ForwardingRate:
-    """The kernel's forwarding rate on this machine (bench/forwarding.py), mean of `repeat` runs."""
+def forwarding_reference(repeat: int, lock: ChunkedLock, gso_max_segs: int, mtu: int, keys: dict,
+                         out: dict) -> ForwardingRate:
+    """The kernel's forwarding rate on this machine (bench/forwarding.py) with the runs' GSO cap
+    and MTU, mean of `repeat` runs."""
     rates = []
     for _ in range(repeat):
         with lock.run():
-            rates.append(forwarding.measure(gso_max_segs=gso_max_segs))
+            rates.append(forwarding.measure(gso_max_segs=gso_max_segs, mtu=mtu))
     per_core = [r.gbps_per_core for r in rates]
-    print(f"kernel forwarding, one route (a -> router -> b, veth, MTU 1500, gso_max_segs {gso_max_segs}, iperf3 "
+    print(f"kernel forwarding, one route (a -> router -> b, veth, MTU {mtu}, gso_max_segs {gso_max_segs}, iperf3 "
           f"--bidir): {mean_ci([r.gbps for r in rates], 2)} Gbit/s on {mean_ci([r.busy_cores for r in rates], 2)} "
           f"busy cores = {mean_ci(per_core, 2)} Gbit/s per core (steal {mean_ci([r.steal for r in rates], 3)}; "
           f"the machine's other load just before {mean_ci([r.before_cores for r in rates], 2)} cores)", flush=True)
@@ -289,8 +291,9 @@ def main() -> int:
         if not args.skip_setup:
             setup_sizes([int(s) for s in args.sizes.split(",")], args.repeat, lock, keys, out)
         if not args.skip_jobs:
-            segs = Experiment.from_dict(with_overrides(dumbbell(2), args.set)).run.gso_max_segs
-            reference = None if args.skip_forwarding else forwarding_reference(args.repeat, lock, segs, keys, out)
+            sample = Experiment.from_dict(with_overrides(dumbbell(2), args.set))
+            segs, mtu = sample.run.gso_max_segs, min(link.mtu for link in sample.links)
+            reference = None if args.skip_forwarding else forwarding_reference(args.repeat, lock, segs, mtu, keys, out)
             concurrent_jobs(args.rates.split(","), [int(n) for n in args.jobs.split(",")], args.repeat,
                             args.iterations, args.threshold, lock, keys, out, args.set, reference)
     finally:
