@@ -77,7 +77,7 @@ NETWORKS: dict[str, dict[str, Any]] = {
 # each choice flipped alone from the project's defaults (run: changes)
 FLIPS: dict[str, dict[str, Any]] = {
     "access-unshaped": {"emulation": {"access_links": "unshaped"}},
-    "host-queue-txqueuelen": {"emulation": {"host_queue": "txqueuelen"}},
+    "host-queue-link": {"emulation": {"host_queue": "link"}},
     "gso-65535": {"gso_max_segs": 65535},
     "gso-1": {"gso_max_segs": 1},
     "bridges": {"emulation": {"switches": "bridge"}},

@@ -11,6 +11,7 @@ report's (mn_harness.report.compare)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.config import Experiment
+from mn_harness.config.dump import experiment_to_raw
 from mn_harness.config.loader import read_json_file
 from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
 from mn_harness.errors import ConfigError, shown
@@ -55,10 +57,19 @@ def build_plan(ccs: Sequence[str | None], sets: Sequence[str], repeat: int) -> l
     return plan
 
 
+def _complete(raw: dict, name: str) -> dict | None:
+    """The file's complete configuration, defaults written out (what --set may name besides the
+    file's own fields); None if the file alone does not validate (its variants then say why)."""
+    try:
+        return experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw), default_name=name))
+    except ConfigError:
+        return None
+
+
 def experiment_for(raw: dict, entry: dict, name: str) -> Experiment:
     """The raw YAML with the entry's --set values and CC applied, validated and scaled; errors
     name the --set path or the YAML path."""
-    variant = apply_variant(raw, entry["set"])
+    variant = apply_variant(raw, entry["set"], known=_complete(raw, name) if entry["set"] else None)
     if entry["cc"]:
         jobs = variant.get("jobs")
         if isinstance(jobs, list):

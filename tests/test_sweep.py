@@ -47,3 +47,16 @@ def test_a_plan_that_is_not_one_is_named(tmp_path, plan, words):
     with pytest.raises(ConfigError) as info:
         load_sweep(tmp_path)
     assert str(info.value).startswith(f"{tmp_path / 'plan.json'}: ") and words in str(info.value)
+
+
+def test_an_option_the_file_leaves_at_its_default_can_be_swept_and_a_typo_cannot():
+    from mn_harness.sweep import Sweep
+
+    assert "emulation" not in BASE.get("run", {})
+    runs = build_plan([None], ["run.emulation.host_queue=link,txqueuelen"], 1)
+    exps = Sweep(None, "corpus", BASE, runs).experiments()  # type: ignore[arg-type]
+    assert [e.run.emulation.host_queue for e in exps] == ["link", "txqueuelen"]
+    assert "emulation" not in BASE.get("run", {})  # the plan's file is not edited
+    typo = build_plan([None], ["run.emulation.host_queues=link"], 1)
+    with pytest.raises(ConfigError, match="run.emulation.host_queues does not exist"):
+        Sweep(None, "corpus", BASE, typo).experiments()  # type: ignore[arg-type]

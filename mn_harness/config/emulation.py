@@ -7,8 +7,8 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
         switches: router          # router: a Linux router per switch (L3) | bridge: a Linux bridge (L2)
         access_links: shaped      # shaped: both ends of a host's link are shaped like any link |
                                   #   unshaped: left as the veth is (no qdisc, no rate), as plain Mininet
-        host_queue: link          # a shaped host egress's leaf: link (the link's `queue`, as every port) |
-                                  #   txqueuelen (a NIC's own qdisc: a FIFO of the device's 1000 packets)
+        host_queue: txqueuelen    # a shaped host egress's leaf: txqueuelen (a NIC's own qdisc: a FIFO of
+                                  #   the device's 1000 packets) | link (the link's `queue`, as every port)
         queue_limit: bytes        # the ports' FIFO: bytes (`queue` x 1514 bytes) | packets (`queue`
                                   #   packets, a GSO super-packet counts as one) | txqueuelen (1000
                                   #   packets, `queue` ignored: TCLink's default leaf)
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 SWITCHES = ("router", "bridge")
 ACCESS_LINKS = ("shaped", "unshaped")
-HOST_QUEUES = ("link", "txqueuelen")
+HOST_QUEUES = ("txqueuelen", "link")
 QUEUE_LIMITS = ("bytes", "packets", "txqueuelen")
 CPU_PLACEMENTS = ("shared", "split")
 TXQUEUELEN = 1000  # a veth's (and most NICs') default txqueuelen: the leaf FIFO tc gives an HTB class
@@ -101,7 +101,7 @@ def _time_unit(text: str) -> bool:
 class Emulation:
     switches: str = "router"
     access_links: str = "shaped"
-    host_queue: str = "link"
+    host_queue: str = "txqueuelen"
     queue_limit: str = "bytes"
     htb_burst: Burst = Burst(seconds=0.001)
     htb_cburst: Burst = Burst(seconds=0.001)

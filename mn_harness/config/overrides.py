@@ -4,8 +4,11 @@ A path names a value of the experiment file as written (`jobs[0].compute`, `run.
 `links[2].bw`); values are YAML scalars or flow collections (`80ms`, `3`, `true`, `[h1, h2]`).
 Overrides edit the raw YAML mapping *before* validation, so every variant is validated exactly
 like a file and its errors name the YAML path. Every part of a path must already exist (a typo
-must not silently add a field); `create=True` allows a new last key in an existing mapping.
-Errors are `ConfigError`s naming `--set`."""
+must not silently add a field): in the file, or among the options the file leaves at their
+defaults (`known`, the complete configuration as config.yaml writes it: `run.emulation.host_queue`
+can be swept without writing it into the file first; only the missing mappings are added, so
+the file's other defaults stay derived as before); `create=True` allows a new last key in an
+existing mapping. Errors are `ConfigError`s naming `--set`."""
 
 from __future__ import annotations
 
@@ -128,13 +131,40 @@ def get_path(config: Any, path: str) -> Any:
     return _walk(config, parse_path(path), path)
 
 
-def apply_path(config: dict[str, Any], path: str, value: Any, create: bool = False) -> dict[str, Any]:
+def _graft(config: dict[str, Any], known: Any, tokens: Sequence[str | int]) -> None:
+    """Add to `config` the mappings on the way to `tokens` that it lacks and `known` has (the
+    last key is left to the caller: it is set, not copied)."""
+    node: Any = config
+    for tok in tokens[:-1]:
+        if isinstance(known, dict) and isinstance(tok, str):
+            known = known.get(tok)
+        elif isinstance(known, list) and isinstance(tok, int) and tok < len(known):
+            known = known[tok]
+        else:
+            return
+        if isinstance(tok, str) and isinstance(node, dict) and tok not in node and isinstance(known, dict):
+            node[tok] = {}
+        try:
+            node = node[tok]
+        except (KeyError, IndexError, TypeError):
+            return
+    last = tokens[-1]
+    if isinstance(last, str) and isinstance(node, dict) and last not in node \
+            and isinstance(known, dict) and last in known:
+        node[last] = copy.deepcopy(known[last])
+
+
+def apply_path(config: dict[str, Any], path: str, value: Any, create: bool = False,
+               known: dict[str, Any] | None = None) -> dict[str, Any]:
     """A deep copy of `config` with `path` set to `value`.
 
-    Every part of the path must exist (a typo must not silently add a field); with
-    create=True only the last key may be new, in an existing mapping."""
+    Every part of the path must exist in `config` or in `known` (the complete configuration,
+    defaults written out): a typo must not silently add a field; with create=True only the last
+    key may be new, in an existing mapping."""
     tokens = parse_path(path)
     out = copy.deepcopy(config)
+    if known is not None:
+        _graft(out, known, tokens)
     parent = _walk(out, tokens[:-1], path)
     last = tokens[-1]
     if isinstance(last, str) and create and isinstance(parent, dict):
@@ -149,10 +179,12 @@ def apply_path(config: dict[str, Any], path: str, value: Any, create: bool = Fal
 
 
 def apply_variant(
-    config: dict[str, Any], assignments: Sequence[tuple[str, Any]], create: bool = False
+    config: dict[str, Any], assignments: Sequence[tuple[str, Any]], create: bool = False,
+    known: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Apply every (path, value) of a variant, in order, to a copy of `config`."""
+    """Apply every (path, value) of a variant, in order, to a copy of `config` (`known`: as in
+    apply_path)."""
     out = copy.deepcopy(config)
     for path, value in assignments:
-        out = apply_path(out, path, value, create=create)
+        out = apply_path(out, path, value, create=create, known=known)
     return out

@@ -36,8 +36,8 @@ def test_every_network_and_flip_has_the_emulation_it_names(bench):
     project = bench.experiment("3jobs-ssai", "project", "synthetic", "cubic", 30).run
     assert project.emulation.changed() == {} and project.gso_max_segs == 16
     # a flip changes exactly one choice; the scenario's own run options stay
-    flip = bench.experiment("4jobs-ecn", "host-queue-txqueuelen", "synthetic", "dctcp", 30).run
-    assert flip.emulation.changed() == {"host_queue": "txqueuelen"} and not flip.slow_start_after_idle
+    flip = bench.experiment("4jobs-ecn", "host-queue-link", "synthetic", "dctcp", 30).run
+    assert flip.emulation.changed() == {"host_queue": "link"} and not flip.slow_start_after_idle
 
 
 def test_the_three_job_scenario_is_compatible_at_500_mbit(bench):

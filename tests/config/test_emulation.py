@@ -24,13 +24,13 @@ def test_defaults_are_the_projects_network():
     e = Experiment.from_dict(raw()).run.emulation
     assert e == Emulation()
     assert (e.switches, e.access_links, e.host_queue, e.queue_limit, e.cpu_placement) == \
-        ("router", "shaped", "link", "bytes", "shared")
+        ("router", "shaped", "txqueuelen", "bytes", "shared")
     assert e.htb_burst == e.htb_cburst == Burst(seconds=0.001) and e.htb_quantum is None
     assert e.changed() == {}
 
 
 def test_every_choice_parses_and_round_trips_through_config_yaml():
-    changes = {"switches": "bridge", "access_links": "unshaped", "host_queue": "txqueuelen",
+    changes = {"switches": "bridge", "access_links": "unshaped", "host_queue": "link",
                "queue_limit": "packets", "htb_burst": "15KiB", "htb_cburst": "auto", "htb_quantum": "1514B",
                "cpu_placement": "split"}
     exp = Experiment.from_dict(raw(**changes))

@@ -104,14 +104,14 @@ qdisc red 10: parent 1:1 limit 151400b min 30280b max 31794b ecn nodrop
     assert parse_queue_stats(out) == {"sent_bytes": 4000, "sent_packets": 3, "drops": 1}
 
 
-def test_the_default_emulation_shapes_every_end_as_the_project_always_did():
-    """run.emulation's defaults give exactly today's argv: HTB, 1 ms buckets, no quantum, a
-    byte FIFO of `queue` frames, at a host's end as at a switch's."""
+def test_the_default_emulation_shapes_ports_by_queue_and_hosts_like_a_nic():
+    """run.emulation's defaults: HTB, 1 ms buckets, no quantum; a byte FIFO of `queue` frames at
+    every switch port, a NIC's FIFO of txqueuelen packets at a host's own end."""
     for access, host_end in ((False, False), (True, False), (True, True)):
         _, cls, leaf = egress_commands("x", shape(5e8, 100, access=access, host_end=host_end))
         assert cls[9:] == ["htb", "rate", "500000000bit", "ceil", "500000000bit", "burst", "62500",
                            "cburst", "62500"]
-        assert leaf[-3:] == ["bfifo", "limit", str(100 * FRAME_BYTES)]
+        assert leaf[-3:] == (["pfifo", "limit", "1000"] if host_end else ["bfifo", "limit", str(100 * FRAME_BYTES)])
 
 
 def test_unshaped_access_links_leave_both_ends_of_a_hosts_link_alone():
@@ -127,6 +127,7 @@ def test_unshaped_access_links_leave_both_ends_of_a_hosts_link_alone():
     (Emulation(queue_limit="txqueuelen"), False, ["pfifo", "limit", "1000"]),
     (Emulation(host_queue="txqueuelen"), True, ["pfifo", "limit", "1000"]),
     (Emulation(host_queue="txqueuelen"), False, ["bfifo", "limit", str(100 * FRAME_BYTES)]),
+    (Emulation(host_queue="link"), True, ["bfifo", "limit", str(100 * FRAME_BYTES)]),
 ])
 def test_queue_limits_in_packets_and_the_nics_own_queue(emulation, host_end, leaf):
     out = shape(5e8, 100, emulation=emulation, access=True, host_end=host_end)
