@@ -190,3 +190,13 @@ def test_a_dilated_idle_gap_beyond_the_ccs_bound_is_refused():
     raw["jobs"][2]["cc"]["idle_gap"] = "5s"
     with pytest.raises(ConfigError, match=r"^run\.emulation\.time_scale: 5: job gap's MLTCP idle gap"):
         Experiment.from_dict(raw)
+
+
+def test_a_sweep_can_set_the_time_scale_of_a_file_that_leaves_it_at_its_default():
+    from mn_harness.sweep import Sweep, build_plan
+
+    raw = copy.deepcopy(RAW)
+    del raw["run"]["emulation"]
+    runs = build_plan([None], ["run.emulation.time_scale=1,5"], 1)
+    exps = Sweep(None, "scales", raw, runs).experiments()  # type: ignore[arg-type]
+    assert [e.run.emulation.time_scale for e in exps] == [1, 5]
