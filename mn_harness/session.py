@@ -44,6 +44,7 @@ from mn_harness.config.time_scale import dilate
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
 from mn_harness.fidelity.run import RunFidelity
+from mn_harness.fidelity.verdict import time_scale_advice
 from mn_harness.hooks import Hook, IterationHook, IterationWatcher
 from mn_harness.interrupts import terminate_as_interrupt
 from mn_harness.jobs.default_cc import HostDefaultCC
@@ -388,6 +389,8 @@ class Session:
                 summary = write_run_results(self.experiment, self.plan.for_experiment(self.experiment),
                                             self.results_dir, self.cc_names, self.facts, fidelity=self.fidelity.block)
                 self.log(summary.fidelity.line() if summary.fidelity else "fidelity: not recorded")
+                if advice := time_scale_advice(summary.fidelity, self.experiment.run.emulation.time_scale):
+                    self.log(advice)
             except OSError as write_error:  # a full or failing results disk
                 raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
                                         f"{write_error.strerror or write_error}") from None
