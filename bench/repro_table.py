@@ -2,9 +2,10 @@
 `dctcp+cassini`) the slowdowns, each row's gains over its base CC paired by round (MLTCP
 variants, CASSINI's shifts and the two together), convergence and separation, CASSINI's
 prediction and the measurement against it, the last 20 iterations, timeouts, the VM host's
-steal and how many runs were faithful, each with its 95% CI; and, for runs longer than some N,
-the same slowdowns and gains over each run's first N iterations (docs/reproduction.md says what
-every column means). Reads finished runs only; runs nothing and needs no root."""
+steal and how many runs were faithful, each with its 95% CI; for runs longer than some N,
+the same slowdowns and gains over each run's first N iterations; and the targets against the
+rows (bench/repro_targets.py; docs/reproduction.md says what every column means). Reads
+finished runs only; runs nothing and needs no root."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import statistics
 from pathlib import Path
 
 from common import mean_ci  # bench/common.py, which makes the package importable
+from repro_targets import evaluate_all, targets_table
 
 from mn_harness.cc.spec import CCSpec
 from mn_harness.network.tcp_counters import timeouts_per_iteration
@@ -226,6 +228,7 @@ def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict
     from mn_harness.report.markdown import markdown_table
 
     rows: list[list[str]] = []
+    all_rows: list[dict] = []
     by_length: list[list[str]] = []
     keys: dict[str, object] = {}
     for name, info in state["scenarios"].items():
@@ -233,6 +236,7 @@ def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict
             continue
         results = finished_results(load_sweep(info["sweep"]))
         scenario, _ = scenario_rows(name, results, state["ccs"])
+        all_rows.extend(scenario)
         for row in scenario:
             rows.append(format_row(row))
             for key in ("slowdown", "gain_mean", "gain_p99", "steady_gain", "steady_gain_p99"):
@@ -251,4 +255,8 @@ def table(folder: Path, state: dict, lengths=DEFAULT_LENGTHS) -> tuple[str, dict
     if by_length:
         text += "\n\nBy run length (each run's first N iterations, warm-up left out):\n\n" + \
             markdown_table(LENGTH_HEADERS, by_length)
+    text += "\n\nTargets (docs/reproduction.md#the-targets; the whole runs):\n\n" + targets_table(all_rows)
+    for verdict in evaluate_all(all_rows):
+        t = verdict.target
+        keys[_key(f"target_{t.measure}", t.scenario, t.cc)] = verdict.verdict.replace(" ", "_")
     return text, keys

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness import collectives
-from mn_harness.cc.spec import CCSpec
+from mn_harness.cc.spec import MAX_IDLE_GAP_S, CCSpec
 from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.model import (
     EXPERIMENT_RE,
+    MIN_LINK_BPS,
     ROUTINGS,
     JobConfig,
     LinkConfig,
@@ -227,7 +228,21 @@ class Experiment:
         """Bridges (run.emulation.switches) forward on one spanning tree without STP: a loop
         would flood for ever, and a bridge has no equal-cost paths to hash over. Nor does a
         bridge tell a host that a frame is too large for its next link (a router answers with
-        ICMP, and the hosts' routes carry each path's MTU): one MTU on every link."""
+        ICMP, and the hosts' routes carry each path's MTU): one MTU on every link. A dilated link
+        (run.emulation.time_scale) must still be one HTB can shape; an experiment spread over
+        servers is not dilated (each server's part would need its own conversion)."""
+        scale = self.run.emulation.time_scale
+        if scale != 1 and self.servers:
+            raise ConfigError("run.emulation.time_scale", "an experiment spread over servers runs in real time "
+                              "(time_scale 1)")
+        slowest = min(link.bw_bps for link in self.links)
+        if slowest / scale < MIN_LINK_BPS:
+            raise ConfigError("run.emulation.time_scale", f"{scale:g}: the slowest link would run at "
+                              f"{slowest / scale:g} bit/s, below 1kbit (tc's HTB cannot shape slower)")
+        for job in self.jobs:
+            if job.cc.is_bpf and job.cc.resolved().idle_gap_s * scale > MAX_IDLE_GAP_S:
+                raise ConfigError("run.emulation.time_scale", f"{scale:g}: job {job.name}'s MLTCP idle gap "
+                                  f"({job.cc.resolved().idle_gap_s:g}s) would exceed {MAX_IDLE_GAP_S:g}s")
         if self.run.emulation.switches != "bridge":
             return
         for i, link in enumerate(self.links):

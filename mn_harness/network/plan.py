@@ -272,6 +272,12 @@ class NetworkPlan:
                 prev, node = node, nxt
         return NetworkPlan(self.experiment, choices)
 
+    def for_experiment(self, experiment: Experiment) -> NetworkPlan:
+        """This plan, its data plane's choices included, over `experiment`: the same topology
+        and jobs at other rates and times (a dilated run's experiment as written:
+        config/time_scale.py)."""
+        return NetworkPlan(experiment, self._choices)
+
     def flow_paths(self, flow: Flow) -> list[list[Hop]]:
         """The flow's path (resolved) or every candidate path (unresolved ECMP)."""
         return [self._hops(nodes) for nodes in self._flow_paths[flow]]

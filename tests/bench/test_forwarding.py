@@ -18,11 +18,12 @@ def own_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith("mnhfw")]
 
 
-@pytest.mark.parametrize("gso_max_segs", [1, 16])  # offloads off, and capped: shaping.offload_commands
-def test_the_kernel_forwards_both_ways_and_leaves_nothing_behind(gso_max_segs):
+@pytest.mark.parametrize("gso_max_segs,switch", [(1, "router"), (16, "router"), (16, "bridge")])
+def test_the_kernel_forwards_both_ways_and_leaves_nothing_behind(gso_max_segs, switch):
+    """Offloads off and capped (shaping.offload_commands); routed, and bridged."""
     forwarding = bench_module("forwarding")
     before = own_namespaces()
-    r = forwarding.measure(seconds=1.0, gso_max_segs=gso_max_segs)
+    r = forwarding.measure(seconds=1.0, gso_max_segs=gso_max_segs, switch=switch)
     # a veth route forwards far more than the emulated links' rates on any machine this runs on
     assert r.gbps > 0.1 and 0 < r.busy_cores <= (os.cpu_count() or 1)
     assert r.gbps_per_core == pytest.approx(r.gbps / r.busy_cores)
