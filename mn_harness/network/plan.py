@@ -213,11 +213,15 @@ class NetworkPlan:
     def path_mtu(self, src: str, dst: str) -> int:
         """The smallest MTU of any link host src's packets to host dst may cross: every
         equal-cost path counts, whichever the data plane (ECMP) picks."""
+        between: dict[frozenset[str], int] = {}  # from the experiment's links: on one server of a run
+        for link in self.experiment.links:      # spread over several, `interfaces` holds its nodes only
+            key = frozenset((link.a, link.b))
+            between[key] = min(link.mtu, between.get(key, link.mtu))
         mtus, todo, seen = [], [src], {src}
         while todo:
             node = todo.pop()
             for peer in self._candidates.get((node, dst), ()):
-                mtus.append(self.interface_towards(node, peer).link.mtu)
+                mtus.append(between[frozenset((node, peer))])
                 if peer not in seen:
                     seen.add(peer)
                     todo.append(peer)
@@ -228,6 +232,8 @@ class NetworkPlan:
         below the MTU of `host`'s own link: the host's route to it carries that MTU, so TCP
         sends segments every link on the way takes (no ICMP round trip to find it out)."""
         own = self.gateway(host).link.mtu
+        if all(link.mtu >= own for link in self.experiment.links):
+            return {}
         return {self.host_ip[dst]: mtu for dst in self.experiment.hosts
                 if dst != host and (mtu := self.path_mtu(host, dst)) < own}
 

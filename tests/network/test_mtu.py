@@ -112,6 +112,20 @@ def test_hosts_route_to_a_path_through_a_smaller_mtu_with_that_mtu():
     assert NetworkPlan(Experiment.from_dict(demo(mtu=9000), "demo")).route_mtus("h1") == {}
 
 
+def test_one_servers_part_of_the_plan_finds_the_path_mtu_through_the_others_nodes():
+    """On a server of a run spread over several the plan holds only its own nodes' interfaces
+    (cluster.part.local_view); the path still crosses the others' links."""
+    from mn_harness.cluster.part import local_view
+
+    raw = demo(mtu=9000)
+    raw["links"][2]["mtu"] = 1500
+    whole = NetworkPlan(Experiment.from_dict(raw, "demo"))
+    part = local_view(whole, {"h1", "h2", "s1"})
+    assert part.route_mtus("h1") == whole.route_mtus("h1") != {}
+    same = local_view(NetworkPlan(Experiment.from_dict(demo(), "demo")), {"h1", "s1"})
+    assert same.route_mtus("h1") == {}
+
+
 def test_every_equal_cost_path_counts_for_the_path_mtu():
     raw = yaml.safe_load((TOPOLOGIES / "leaf-spine.yaml").read_text())
     raw["routing"] = "ecmp"
