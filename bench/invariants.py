@@ -9,8 +9,10 @@
    Scenarios:
      demo       make demo's: four 2-worker DCTCP jobs started together, 500 Mbit/s, ECN at 10
                 packets (topologies/dumbbell-4jobs-ecn.yaml)
-     demo-100m  the same slowed five times: every link at 100 Mbit/s, compute x5, the same bytes
-                and queues (its results should be the demo's if the demo's emulation was good)
+     demo-100m  the same with run.emulation.time_scale 5: the emulation runs five times slower
+                (every link at 100 Mbit/s, compute x5, the same bytes and queues) and the results
+                are the demo's times (they should be the demo's if the demo's emulation was good)
+     demo-20m   the same with time_scale 25 (links at 20 Mbit/s): the 100 Mbit/s twin dilated 5x
      solo-1g    one 2-worker job alone at 1 Gbit/s, back to back (1 ms compute)
    --sysctl KEY=VALUE,... sets kernel sysctls (e.g. net.core.dev_weight=1) for the runs and
    restores them after: the candidates for making the emulation faithful, measured here.
@@ -21,7 +23,7 @@
 Warm-up iterations are left out of the slowdowns (run.warmup). The bench takes the measurement
 lock itself in chunks (do not wrap it in flock on that file). Ends with one key=value line.
 
-Usage: sudo .venv/bin/python bench/invariants.py [--scenarios demo,demo-100m] [--reps 3]
+Usage: sudo .venv/bin/python bench/invariants.py [--scenarios demo,demo-100m,demo-20m] [--reps 3]
            [--cost-reps 4] [--sysctl KEY=V,...] [--iterations N] [--json]"""
 
 from __future__ import annotations
@@ -46,15 +48,13 @@ from mn_harness.results.schema import RunSummary
 BOTTLENECK = "s1->s2"
 
 
-def demo(rate_scale: int = 1, iterations: int = 20) -> dict:
+def demo(time_scale: int = 1, iterations: int = 20) -> dict:
+    """make demo's experiment with `iterations`, run `time_scale` times slower (run.emulation)."""
     raw = topology("dumbbell-4jobs-ecn")
-    raw["experiment"] = "invariants-demo" if rate_scale == 1 else f"invariants-demo-x{rate_scale}"
-    if rate_scale != 1:
-        raw["link_defaults"]["bw"] = f"{500 // rate_scale}Mbit"
+    raw["experiment"] = "invariants-demo" if time_scale == 1 else f"invariants-demo-x{time_scale}"
+    raw["run"].setdefault("emulation", {})["time_scale"] = time_scale
     for job in raw["jobs"]:
         job["iterations"] = iterations
-        if rate_scale != 1:
-            job["compute"] = f"{700 * rate_scale}ms"
     return raw
 
 
@@ -68,6 +68,7 @@ def solo_1g(iterations: int = 25) -> dict:
 
 
 SCENARIOS = {"demo": lambda n: demo(1, n or 20), "demo-100m": lambda n: demo(5, n or 10),
+             "demo-20m": lambda n: demo(25, n or 6),
              "solo-1g": lambda n: solo_1g(n or 25)}
 
 
@@ -107,7 +108,9 @@ def row(summary: RunSummary) -> dict:
             "steal": f.host.steal_mean if f.host else None,
             "overshoot_p99_ms": f.workers.compute_overshoot_p99_ms if f.workers else None,
             "send_lag_p99_ms": f.workers.send_lag_p99_ms if f.workers else None,
-            "slowdown": statistics.mean(slow) if slow else None}
+            "slowdown": statistics.mean(slow) if slow else None,
+            "iter_s": statistics.mean(j.mean_iter_s for j in summary.jobs.values() if j.mean_iter_s is not None),
+            "time_scale": summary.time_scale or 1}
 
 
 def invariants(names: list[str], reps: int, iterations: int | None, out: Path, lock: ChunkedLock) -> dict:
@@ -117,7 +120,8 @@ def invariants(names: list[str], reps: int, iterations: int | None, out: Path, l
             summary = run_once(SCENARIOS[name](iterations), out / name, lock)
             r = row(summary)
             results.setdefault(name, []).append(r)
-            print(f"  {name} #{rep}: {r['verdict']}, {BOTTLENECK} within {r['within']}, late {r['late']}, "
+            print(f"  {name} #{rep} (time scale {r['time_scale']:g}): {r['verdict']}, {BOTTLENECK} within "
+                  f"{r['within']}, late {r['late']}, "
                   f"early {r['early']}, p99 excess {r['p99_excess_us']} us, all cores saturated "
                   f"{r['saturated']}, steal {r['steal']}, slowdown {r['slowdown']:.3f}", flush=True)
     return results
@@ -147,7 +151,7 @@ FIELDS = (("within", "within ±10%", 3), ("late", "late", 3), ("early", "early",
           ("p99_excess_us", "p99 excess µs", 1), ("rate", "rate", 3), ("worst_within", "worst link within", 3),
           ("saturated", "cores saturated", 3), ("steal", "steal", 3),
           ("overshoot_p99_ms", "overshoot p99 ms", 2), ("send_lag_p99_ms", "send lag p99 ms", 2),
-          ("slowdown", "slowdown", 3))
+          ("slowdown", "slowdown", 3), ("iter_s", "mean iteration s", 3))
 
 
 def main() -> int:

@@ -13,14 +13,17 @@ and the largest number of concurrent jobs whose goodput stays at its fair share.
    until the worst job (mean over repetitions) falls below --threshold (0.9); the largest N that
    stayed above is the goodput limit at that rate, and the largest N up to which every run was
    also faithful (summary.json `fidelity`: every invariant held) the faithful limit, the one
-   docs/scaling.md and the README quote. TCP/IP headers alone cost ~4.5%, so an isolated job
-   measures ~0.95. Beside each count: the jobs' goodput together and, over the faithful runs
-   (and over every run: the machine's other load is in the busy cores too, so a shared
-   machine reads low), that goodput per busy core (the VM's steal left out), and its ratio to the kernel's own
-   forwarding rate per core on this machine, measured first (bench/forwarding.py: one route,
-   frames of the same size and GSO cap, iperf3 both ways): how far the emulation is from what
-   the kernel alone could move. `--set PATH=VALUE` changes every concurrent-jobs run (e.g.
-   run.gso_max_segs=16).
+   docs/scaling.md and the README quote. Beside the fraction, the payload ceiling of the links'
+   MTU (mn_harness/frames.py: 1448 bytes of payload per 1514-byte frame at 1500, 0.956) and
+   the fraction of it. Beside each count: the busy cores while the jobs' measured iterations
+   ran (cpu.csv in that window, mn_harness/results/cpu_window.py; the VM's steal left out) and
+   the steal, the jobs' goodput together and, over the faithful runs (and over every run: the
+   machine's other load is in the busy cores too, so a shared machine reads low), that goodput
+   per busy core, and its ratio to the kernel's own forwarding rate per core on this machine,
+   measured first (bench/forwarding.py: one route, frames of the same size and GSO cap, iperf3
+   both ways): how far the emulation is from what the kernel alone could move.
+   `--set PATH=VALUE` changes every concurrent-jobs run (e.g. run.gso_max_segs=16,
+   link_defaults.mtu=9000).
 
 The bench takes the measurement lock itself, in chunks of at most --chunk-min minutes (do not
 wrap this in flock). Ends with
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -47,6 +51,8 @@ from forwarding import ForwardingRate
 
 from mn_harness.config import Experiment
 from mn_harness.config.overrides import apply_path, parse_value
+from mn_harness.frames import payload_ceiling
+from mn_harness.results.cpu_window import run_window_load
 from mn_harness.results.loaders import load_summary
 from mn_harness.units import parse_bandwidth
 
@@ -134,13 +140,20 @@ def setup_sizes(sizes: list[int], repeat: int, lock: ChunkedLock, keys: dict, ou
 @dataclass
 class JobsRun:
     """One run of n concurrent jobs: per job its goodput / fair share; the run's verdict (with
-    its reason); the jobs' goodput together and the cores the machine kept busy meanwhile (the
-    VM's steal left out: summary.json `cpu_load`)."""
+    its reason); the jobs' goodput together and the cores the machine kept busy while the jobs'
+    measured iterations ran (cpu.csv in that window, the VM's steal left out)."""
 
     fractions: list[float]
     verdict: str
     gbps: float
-    busy_cores: float
+    busy_cores: float  # in the jobs' measured iterations (results.cpu_window), steal left out
+    steal: float  # the share of the cores' time the hypervisor took meanwhile
+    mtu: int  # the smallest of the run's links: its payload ceiling bounds every job
+
+    @property
+    def ceiling(self) -> float:
+        """The most of the line rate a job's goodput can be (frames.payload_ceiling)."""
+        return payload_ceiling(self.mtu)
 
     @property
     def faithful(self) -> bool:
@@ -159,17 +172,20 @@ def run_jobs(n_jobs: int, rate: str, iterations: int, lock: ChunkedLock, overrid
     nbytes = int(bps / 8 * 0.2)  # 200 ms per iteration at the fair share
     raw = with_overrides(dumbbell(2 * n_jobs, rate, core=f"{int(bps * n_jobs)}bit", jobs=n_jobs,
                                   bytes_per_iteration=nbytes, iterations=iterations), overrides)
+    experiment = Experiment.from_dict(raw)
     with tempfile.TemporaryDirectory() as tmp, lock.run():
-        results = run_experiment(Experiment.from_dict(raw), out_root=tmp, log=lambda *_: None)
+        results = run_experiment(experiment, out_root=tmp, log=lambda *_: None)
         summary = load_summary(results)
+        window = run_window_load(results, experiment.run.warmup)
     jobs = list(summary.jobs.values())
     fractions = [(j.bytes_sent_per_worker or 0) * 8 / j.mean_iter_s / bps if j.mean_iter_s else 0.0 for j in jobs]
     gbps = sum(sum(j.bytes_sent_per_rank) * 8 / j.mean_iter_s for j in jobs if j.mean_iter_s) / 1e9
-    load = summary.cpu_load or {}
-    busy = ((load.get("busy_mean") or 0.0) - (load.get("steal_mean") or 0.0)) * (load.get("cores") or 0)
+    cores = (summary.cpu_load or {}).get("cores") or os.cpu_count() or 0
+    busy = window.busy_cores(cores) if window is not None else 0.0
     f = summary.fidelity
     verdict = "unchecked" if f is None else (f.verdict or "unchecked") + (f" ({f.reason})" if f.reason else "")
-    return JobsRun(fractions, verdict, gbps, busy)
+    return JobsRun(fractions, verdict, gbps, busy, window.steal if window is not None else 0.0,
+                   min(link.mtu for link in experiment.links))
 
 
 def of_kernel(per_core: list[float], reference: ForwardingRate | None) -> str:
@@ -202,8 +218,12 @@ def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations
             mean = statistics.mean(worst)
             good = [r.gbps_per_core for r in faithful]
             every = [r.gbps_per_core for r in runs]
-            print(f"  {n:>3} jobs: {mean_ci(worst, 2)}  (runs: {', '.join(f'{w:.3f}' for w in worst)}); "
-                  f"faithful {len(faithful)} of {len(runs)}; goodput {mean_ci([r.gbps for r in runs], 2)} Gbit/s, "
+            ceiling = runs[0].ceiling
+            print(f"  {n:>3} jobs: {mean_ci(worst, 3)}  (runs: {', '.join(f'{w:.3f}' for w in worst)}) = "
+                  f"{mean_ci([w / ceiling for w in worst], 3)} of the payload ceiling {ceiling:.3f} (MTU "
+                  f"{runs[0].mtu}); faithful {len(faithful)} of {len(runs)}; busy cores in the iterations "
+                  f"{mean_ci([r.busy_cores for r in runs], 3)} (steal {mean_ci([r.steal for r in runs], 3)}); "
+                  f"goodput {mean_ci([r.gbps for r in runs], 3)} Gbit/s, "
                   f"per busy core (faithful runs) {mean_ci(good, 2)} Gbit/s{of_kernel(good, reference)}, "
                   f"(every run) {mean_ci(every, 2)} Gbit/s{of_kernel(every, reference)}", flush=True)
             for r in runs:
@@ -211,7 +231,9 @@ def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations
                     print(f"        {r.verdict}", flush=True)
             out.setdefault("jobs", []).append({"rate": rate, "jobs": n, "worst_fraction": worst,
                                                "verdicts": [r.verdict for r in runs], "gbps": [r.gbps for r in runs],
-                                               "busy_cores": [r.busy_cores for r in runs]})
+                                               "busy_cores": [r.busy_cores for r in runs],
+                                               "steal": [r.steal for r in runs], "mtu": runs[0].mtu,
+                                               "payload_ceiling": ceiling})
             if mean < threshold:
                 break
             best = n
@@ -227,14 +249,16 @@ def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations
               + (f", at {mean_ci(per_core, 2)} Gbit/s of goodput per busy core" if per_core else ""), flush=True)
 
 
-def forwarding_reference(repeat: int, lock: ChunkedLock, gso_max_segs: int, keys: dict, out: dict) -> ForwardingRate:
-    """The kernel's forwarding rate on this machine (bench/forwarding.py), mean of `repeat` runs."""
+def forwarding_reference(repeat: int, lock: ChunkedLock, gso_max_segs: int, mtu: int, keys: dict,
+                         out: dict) -> ForwardingRate:
+    """The kernel's forwarding rate on this machine (bench/forwarding.py) with the runs' GSO cap
+    and MTU, mean of `repeat` runs."""
     rates = []
     for _ in range(repeat):
         with lock.run():
-            rates.append(forwarding.measure(gso_max_segs=gso_max_segs))
+            rates.append(forwarding.measure(gso_max_segs=gso_max_segs, mtu=mtu))
     per_core = [r.gbps_per_core for r in rates]
-    print(f"kernel forwarding, one route (a -> router -> b, veth, MTU 1500, gso_max_segs {gso_max_segs}, iperf3 "
+    print(f"kernel forwarding, one route (a -> router -> b, veth, MTU {mtu}, gso_max_segs {gso_max_segs}, iperf3 "
           f"--bidir): {mean_ci([r.gbps for r in rates], 2)} Gbit/s on {mean_ci([r.busy_cores for r in rates], 2)} "
           f"busy cores = {mean_ci(per_core, 2)} Gbit/s per core (steal {mean_ci([r.steal for r in rates], 3)}; "
           f"the machine's other load just before {mean_ci([r.before_cores for r in rates], 2)} cores)", flush=True)
@@ -267,8 +291,9 @@ def main() -> int:
         if not args.skip_setup:
             setup_sizes([int(s) for s in args.sizes.split(",")], args.repeat, lock, keys, out)
         if not args.skip_jobs:
-            segs = Experiment.from_dict(with_overrides(dumbbell(2), args.set)).run.gso_max_segs
-            reference = None if args.skip_forwarding else forwarding_reference(args.repeat, lock, segs, keys, out)
+            sample = Experiment.from_dict(with_overrides(dumbbell(2), args.set))
+            segs, mtu = sample.run.gso_max_segs, min(link.mtu for link in sample.links)
+            reference = None if args.skip_forwarding else forwarding_reference(args.repeat, lock, segs, mtu, keys, out)
             concurrent_jobs(args.rates.split(","), [int(n) for n in args.jobs.split(",")], args.repeat,
                             args.iterations, args.threshold, lock, keys, out, args.set, reference)
     finally:

@@ -40,9 +40,11 @@ from mn_harness.cc.manager import CongestionControlManager
 from mn_harness.config import Experiment, LinkConfig
 from mn_harness.config.dump import experiment_to_yaml
 from mn_harness.config.emulation import record as emulation_record
+from mn_harness.config.time_scale import dilate
 from mn_harness.dataplane import select_dataplane
 from mn_harness.errors import UsageError, one_line
 from mn_harness.fidelity.run import RunFidelity
+from mn_harness.fidelity.verdict import time_scale_advice
 from mn_harness.hooks import Hook, IterationHook, IterationWatcher
 from mn_harness.interrupts import terminate_as_interrupt
 from mn_harness.jobs.default_cc import HostDefaultCC
@@ -54,6 +56,7 @@ from mn_harness.ownership import hand_over
 from mn_harness.results import folder
 from mn_harness.results.collect import write_cc_telemetry
 from mn_harness.results.folder import ResultsWriteError
+from mn_harness.results.nominal import machine_bps, nominal_s
 from mn_harness.results.schema import LinkChange, RunFacts
 from mn_harness.results.summary import write_run_results
 from mn_harness.runlog import RunLog
@@ -91,6 +94,10 @@ class Session:
         self.dataplane = select_dataplane(experiment.run.dataplane, log=self.log, experiment=experiment)
         # `auto` resolved: the run and its config.yaml (the isolated wrapper's own) say which
         self.experiment = experiment.with_run(dataplane=self.dataplane.name)
+        # what the network, the CCs and the workers run: the experiment K times slower with
+        # run.emulation.time_scale K (itself at 1); the results speak self.experiment's times
+        self.emulated = dilate(self.experiment)
+        self.time_scale = self.experiment.run.emulation.time_scale
         self._config = (config or experiment).with_run(dataplane=self.dataplane.name)
         self.results_dir: Path | None = None
         self.provenance = provenance.collect(bpf_cc=any(j.cc.is_bpf for j in experiment.jobs),
@@ -100,7 +107,7 @@ class Session:
         self.network: EmulatedNetwork | None = None
         self.capture = PacketCapture(self.pcap_links)
         # the CC of sockets a worker does not own (torch/gloo): its hosts' namespace default
-        self.host_cc = HostDefaultCC(self.experiment, on_state=self._record_allowed_ccs, log=self.log)
+        self.host_cc = HostDefaultCC(self.emulated, on_state=self._record_allowed_ccs, log=self.log)
         self.cc_names: dict[str, str] = {}  # job -> kernel CC name
         self.launcher: JobLauncher | None = None
         self._tcp_before: dict = {}  # every host's TCP counters at the jobs' start
@@ -124,6 +131,7 @@ class Session:
 
     @property
     def plan(self) -> NetworkPlan:
+        """The emulated network's plan (with run.emulation.time_scale K: its rates / K)."""
         assert self.network is not None, "the session is not up"
         return self.network.plan
 
@@ -140,7 +148,7 @@ class Session:
             raise UsageError("start_jobs: the jobs were started already")
         assert self.network is not None and self.results_dir is not None, "the session is not up"
         self._tcp_before = _best_effort(self.network.tcp_counters)  # summary.json tcp_counters: from here
-        self.launcher = JobLauncher(self.experiment, self.network, self.results_dir / "raw", self.cc_names,
+        self.launcher = JobLauncher(self.emulated, self.network, self.results_dir / "raw", self.cc_names,
                                     log=self.log, on_change=self._record_processes)
         self.launcher.start()
         self.fidelity.start(self.network, kernel_switches=self.dataplane.name == "linux")
@@ -157,11 +165,13 @@ class Session:
 
     def wait_jobs(self, timeout_s: float | None = None) -> None:
         """Until every worker has finished (JobError when one dies, or on the timeout: default
-        run.timeout, else a generous bound derived from the jobs)."""
+        run.timeout, else a generous bound derived from the jobs; all of them times of the
+        experiment, K times longer on the machine with run.emulation.time_scale K)."""
         if self.launcher is None:
             self.start_jobs()
         assert self.launcher is not None
-        limit = timeout_s or self.experiment.run.timeout_s or self.launcher.default_timeout()
+        limit = timeout_s * self.time_scale if timeout_s else \
+            self.emulated.run.timeout_s or self.launcher.default_timeout()
         try:
             self.launcher.wait(limit, on_tick=self._tick, check=self.dataplane.check_alive,
                                note=self.fidelity.note)
@@ -177,13 +187,16 @@ class Session:
 
     def set_link_rate(self, link: str | LinkConfig, bw: str | float) -> None:
         """Both directions of `link` (e.g. "s1-s2") at `bw` (e.g. "100Mbit", or bit/s) from now
-        on; recorded in summary.json's `link_changes` with the time since the jobs' start."""
+        on; recorded in summary.json's `link_changes` with the time since the jobs' start. The
+        rate and the time are the experiment's (with run.emulation.time_scale K the network
+        runs at bw / K)."""
         assert self.network is not None, "the session is not up"
         target = link if isinstance(link, LinkConfig) else parse_links(link, self.experiment, "link")[0]
         bps = parse_bandwidth(bw, f"set_link_rate({target.name!r})")
-        self.network.set_link_rate(target, bps)
-        self.fidelity.set_rate(target.name, bps)
-        t = None if self.t0 is None else round(time.monotonic() - self.t0, 4)
+        emulated = next(li for li in self.emulated.links if li.name == target.name)
+        self.network.set_link_rate(emulated, machine_bps(bps, self.time_scale))
+        self.fidelity.set_rate(target.name, machine_bps(bps, self.time_scale))
+        t = None if self.t0 is None else round(nominal_s(time.monotonic() - self.t0, self.time_scale), 4)
         self.link_changes.append(LinkChange(t=t, link=target.name, bw_bps=bps))
         self.log(f"link {target.name}: rate set to {bps / 1e6:g} Mbit/s" + (f" at t={t:.3f}s" if t is not None else ""))
 
@@ -220,7 +233,7 @@ class Session:
         return self
 
     def _bring_up(self, stack: ExitStack) -> None:
-        exp, started = self.experiment, time.monotonic()
+        exp, started = self.emulated, time.monotonic()
         plan = NetworkPlan(exp)
         self.results_dir = folder.make_results_dir(exp.name, self.out_root or exp.run.output_dir)
         self.log.attach(self.results_dir)
@@ -251,6 +264,10 @@ class Session:
         self.cc_names.update({job.name: self.ccm.kernel_name(job.cc) for job in exp.jobs})
         self.host_cc.allow(self.cc_names)
         changed = exp.run.emulation.changed()
+        if self.time_scale != 1:
+            rates = sorted({link.bw_bps for link in exp.links})
+            self.log(f"time scale {self.time_scale:g}: the emulation runs {self.time_scale:g} times slower (links at "
+                     f"{', '.join(f'{r / 1e6:g}' for r in rates)} Mbit/s); results in the experiment's times")
         self.log(f"network: {len(exp.hosts)} hosts, {len(exp.switches)} switches, "
                  f"{len(exp.links)} links ({self.dataplane.name} data plane)"
                  + (f"; emulation: {', '.join(f'{k} {v}' for k, v in changed.items())}" if changed else ""))
@@ -368,9 +385,12 @@ class Session:
                    provenance=provenance.finish(self.provenance))
         try:
             try:
-                summary = write_run_results(self.experiment, self.plan, self.results_dir, self.cc_names,
-                                            self.facts, fidelity=self.fidelity.block)
+                # the results speak the experiment as written: its rates, its times (results.nominal)
+                summary = write_run_results(self.experiment, self.plan.for_experiment(self.experiment),
+                                            self.results_dir, self.cc_names, self.facts, fidelity=self.fidelity.block)
                 self.log(summary.fidelity.line() if summary.fidelity else "fidelity: not recorded")
+                if advice := time_scale_advice(summary.fidelity, self.experiment.run.emulation.time_scale):
+                    self.log(advice)
             except OSError as write_error:  # a full or failing results disk
                 raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "
                                         f"{write_error.strerror or write_error}") from None

@@ -147,7 +147,7 @@ def test_the_worker_and_the_collectives_need_only_the_standard_library():
 # names: session, runner, api, cli, sweep, ...) may import anything. Imports inside functions
 # count; imports only for type checking do not.
 FOUNDATION = (
-    "mn_harness.errors", "mn_harness.units", "mn_harness.collectives",
+    "mn_harness.errors", "mn_harness.units", "mn_harness.frames", "mn_harness.collectives",
     "mn_harness.ownership", "mn_harness.progress", "mn_harness.runlog", "mn_harness.interrupts",
     # facts later layers own and config validates: the `cc:` value (CC names, parameters), the
     # P4 programs' names and limits

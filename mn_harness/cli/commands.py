@@ -80,6 +80,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
           f"{len(experiment.links)} links, {len(experiment.jobs)} jobs")
     for warning in experiment.warnings():
         print(f"  warning: {warning}")
+    if (scale := experiment.run.emulation.time_scale) != 1:
+        from mn_harness.config.time_scale import dilate
+
+        rates = sorted({(a.bw_bps, b.bw_bps) for a, b in zip(experiment.links, dilate(experiment).links, strict=True)})
+        print(f"  time scale {scale:g}: the emulation runs {scale:g} times slower: links at "
+              + ", ".join(f"{b / 1e6:g} Mbit/s ({a / 1e6:g} nominal)" for a, b in rates)
+              + f", compute and delays x {scale:g}; results in the experiment's times")
     for line in programs:
         print(f"  {line}")
     if experiment.servers:

@@ -203,10 +203,11 @@ class ClusterRun:
                                   f"{', '.join(self.hello[b]['tunnels']) or 'none'}; the kernels need vxlan or ip_gre)")
             kind = common[0]
             for me, peer in ((a, b), (b, a)):
-                info, need = underlay[me][peer], needed_mtu(kind, self.ips[peer])
+                info, need = underlay[me][peer], needed_mtu(kind, self.ips[peer], link.mtu)
                 if info["mtu"] < need:
                     raise TunnelError(f"{self.servers[me].where}: its underlay to {peer} ({info['dev']}, MTU "
-                                      f"{info['mtu']}) cannot carry 1500-byte frames in {kind} (needs MTU {need}): "
+                                      f"{info['mtu']}) cannot carry link {link.name}'s {link.mtu}-byte frames in "
+                                      f"{kind} (needs MTU {need}): "
                                       f"`ip link set {info['dev']} mtu {need}` on both servers")
             pending[exp.links.index(link)] = (kind, a, b)
         for attempt in range(TUNNEL_ATTEMPTS):

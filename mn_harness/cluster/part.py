@@ -140,7 +140,7 @@ class ServerPart:
         if end is None:
             raise tunnel.TunnelError(f"link {intf.link.name}: no tunnel was made for it on {self.server.name}")
         run_in(None, tunnel.move_argv(end.kind, end.ident, node.pid))
-        for argv in tunnel.rename_argv(end.kind, end.ident, intf.name, intf.mac):
+        for argv in tunnel.rename_argv(end.kind, end.ident, intf.name, intf.mac, intf.link.mtu):
             run_in(node.pid, argv)
         # Mininet learns of it too (its CLI, its teardown); it is in the namespace already
         Intf(intf.name, node=node, port=intf.port, moveIntfFn=lambda *_a, **_k: True)

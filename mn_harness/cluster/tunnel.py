@@ -18,8 +18,9 @@ What the cluster edition gets wrong, and what is done instead:
   second device with the same VNI (same key between the same addresses) in one namespace, is the
   judge: a taken one is dropped at both ends and another drawn (TunnelPlan.redraw).
 - MTU: it forces every link to 1450, so hosts send smaller frames than a real 1500-byte
-  Ethernet. Here the tunnel carries 1500-byte frames: the underlay must take them with their
-  headers (OVERHEAD), and a server whose underlay cannot is refused in one line.
+  Ethernet. Here the tunnel carries frames of the link's MTU (its `mtu`, 1500 unless set, as on
+  a link inside one server): the underlay must take them with their headers (OVERHEAD), and a
+  server whose underlay cannot is refused in one line.
 - Clean-up: it runs `mn -c` everywhere, ending other users' networks. Here a tunnel waits in
   the server's namespace only between its creation and its move (under a name of this run,
   recorded in the server's state file: mn_harness.state.RemoveTunnel) and then goes with its
@@ -34,10 +35,10 @@ import subprocess
 from dataclasses import dataclass
 
 from mn_harness.errors import RunError
+from mn_harness.frames import DEFAULT_MTU
 
 KINDS = ("vxlan", "gretap")
 VXLAN_PORT = 4789  # IANA's
-FRAME_MTU = 1500  # what a node's interface carries, as on real Ethernet
 # outer headers per frame: the inner Ethernet header (14), then UDP (8) + VXLAN (8), or GRE
 # with a key (8), then the outer IP header (20, IPv6 40)
 OVERHEAD = {("vxlan", 4): 14 + 16 + 20, ("vxlan", 6): 14 + 16 + 40,
@@ -49,8 +50,9 @@ class TunnelError(RunError):
     """A tunnel could not be made (no kind in common, an underlay too small, the kernel refused)."""
 
 
-def needed_mtu(kind: str, address: str) -> int:
-    return FRAME_MTU + OVERHEAD[kind, ipaddress.ip_address(address).version]
+def needed_mtu(kind: str, address: str, link_mtu: int = DEFAULT_MTU) -> int:
+    """The underlay MTU a tunnel of `kind` to `address` needs to carry a link's full frames."""
+    return link_mtu + OVERHEAD[kind, ipaddress.ip_address(address).version]
 
 
 def device_name(kind: str, ident: int) -> str:
@@ -73,10 +75,10 @@ def move_argv(kind: str, ident: int, pid: int) -> list[str]:
     return ["ip", "link", "set", device_name(kind, ident), "netns", str(pid)]
 
 
-def rename_argv(kind: str, ident: int, name: str, mac: str) -> list[list[str]]:
-    """In the node's namespace: the plan's name and MAC, 1500-byte frames, up."""
+def rename_argv(kind: str, ident: int, name: str, mac: str, mtu: int = DEFAULT_MTU) -> list[list[str]]:
+    """In the node's namespace: the plan's name and MAC, the link's MTU, up."""
     return [["ip", "link", "set", "dev", device_name(kind, ident), "name", name],
-            ["ip", "link", "set", "dev", name, "address", mac, "mtu", str(FRAME_MTU), "up"]]
+            ["ip", "link", "set", "dev", name, "address", mac, "mtu", str(mtu), "up"]]
 
 
 def taken(stderr: str) -> bool:

@@ -6,7 +6,7 @@ experiment (tests/config/test_dump.py checks it on every shipped topology and on
 So every value is written in a form the loader reads back exactly: a unit string when it
 round-trips (`1Gbit`, `300ms`, `25MB`), else the bare number in SI base units (bit/s, bytes,
 seconds), which the loader reads as the same float. `link_defaults` and `model_params` are
-resolved away (each link has its own bw/queue/delay; sizes are bytes).
+resolved away (each link has its own bw/queue/delay/mtu; sizes are bytes).
 
 Every dumper names the dataclass fields it writes and `_covers` checks that these are all of
 them: a field added to a config dataclass without a line here fails loudly (in the round-trip
@@ -26,6 +26,7 @@ from mn_harness.config.experiment import Experiment
 from mn_harness.config.model import IncConfig, JobConfig, LinkConfig, RunConfig, SwitchConfig
 from mn_harness.config.servers import servers_to_raw
 from mn_harness.config.workload import PHASE_OPTIONS, ComputePhase, ComputeSpec, Phase, StragglerConfig, two_phase
+from mn_harness.frames import DEFAULT_MTU
 from mn_harness.units import (
     format_bandwidth,
     format_duration,
@@ -103,9 +104,11 @@ def switch_to_raw(switch: SwitchConfig) -> Any:
 
 
 def link_to_raw(link: LinkConfig) -> dict:
-    _covers(link, {"a", "b", "bw_bps", "queue_packets", "delay_s", "ecn_threshold"})
+    _covers(link, {"a", "b", "bw_bps", "queue_packets", "delay_s", "ecn_threshold", "mtu"})
     raw: dict[str, Any] = {"endpoints": [link.a, link.b], "bw": bandwidth(link.bw_bps),
                            "queue": link.queue_packets}
+    if link.mtu != DEFAULT_MTU:
+        raw["mtu"] = link.mtu
     if link.delay_s:
         raw["delay"] = duration(link.delay_s)
     if link.ecn_threshold is not None:

@@ -1,7 +1,7 @@
 """The ECN and queue-telemetry options of an experiment file, parsed and checked once.
 
 * `ecn_threshold` (switches[i], the default of that switch's egress ports; links[i], both of the
-  link's switch ends): a queue depth in packets (`20`, MTU-sized frames of FRAME_BYTES), a size
+  link's switch ends): a queue depth in packets (`20`, frames of the link's MTU: 1514 bytes at 1500), a size
   with a unit (`30KB`, `45420B`; mn_harness/units.py), or `off`. A switch egress port marks
   ECT packets CE when the queue it joins holds at least that much. Unset everywhere: 20 packets
   (DEFAULT_ECN_THRESHOLD_PACKETS), on both data planes.
@@ -35,8 +35,8 @@ MAX_THRESHOLD_PACKETS = NO_MARKING - 1
 
 @dataclass(frozen=True)
 class EcnThreshold:
-    """A marking threshold as written: `packets` (frames of FRAME_BYTES) or `bytes`; neither
-    set means `off` (never mark)."""
+    """A marking threshold as written: `packets` (full frames of the port's link, FRAME_BYTES
+    at the default MTU) or `bytes`; neither set means `off` (never mark)."""
 
     packets: int | None = None
     bytes: int | None = None
@@ -45,17 +45,18 @@ class EcnThreshold:
     def off(self) -> bool:
         return self.packets is None and self.bytes is None
 
-    def threshold_bytes(self) -> int | None:
-        """Queue bytes at which ECT packets are marked (the Linux FIFO counts bytes); None: off."""
+    def threshold_bytes(self, frame_bytes: int = FRAME_BYTES) -> int | None:
+        """Queue bytes at which ECT packets are marked (the Linux FIFO counts bytes) on a link of
+        `frame_bytes` frames; None: off."""
         if self.bytes is not None:
             return self.bytes
-        return None if self.packets is None else self.packets * FRAME_BYTES
+        return None if self.packets is None else self.packets * frame_bytes
 
-    def threshold_packets(self) -> int | None:
+    def threshold_packets(self, frame_bytes: int = FRAME_BYTES) -> int | None:
         """Queue depth in packets (BMv2 counts packets): a byte threshold rounded up to frames."""
         if self.packets is not None:
             return self.packets
-        return None if self.bytes is None else math.ceil(self.bytes / FRAME_BYTES)
+        return None if self.bytes is None else math.ceil(self.bytes / frame_bytes)
 
     def describe(self) -> str:
         if self.off:

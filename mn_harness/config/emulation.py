@@ -9,7 +9,7 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
                                   #   unshaped: left as the veth is (no qdisc, no rate), as plain Mininet
         host_queue: txqueuelen    # a shaped host egress's leaf: txqueuelen (a NIC's own qdisc: a FIFO of
                                   #   the device's 1000 packets) | link (the link's `queue`, as every port)
-        queue_limit: bytes        # the ports' FIFO: bytes (`queue` x 1514 bytes) | packets (`queue`
+        queue_limit: bytes        # the ports' FIFO: bytes (`queue` x the link's frame, 1514 bytes) | packets (`queue`
                                   #   packets, a GSO super-packet counts as one) | txqueuelen (1000
                                   #   packets, `queue` ignored: TCLink's default leaf)
         htb_burst: 1ms            # HTB's burst: a duration at the link rate (at least 4 frames), a size,
@@ -17,6 +17,8 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
         htb_quantum: auto         # HTB's quantum: a size, or auto (tc's: rate / 10, at most 200000 B)
         cpu_placement: shared     # shared: every core runs everything | split: workers on the last
                                   #   core(s), the hosts' and switches' receive work (RPS) on core 0
+        time_scale: 1             # K >= 1: the emulation runs K times slower (every rate / K, every
+                                  #   model time x K: config/time_scale.py); the results stay nominal
 
 Three more choices live where they always have: `run.gso_max_segs`, `run.queue_telemetry` and
 `run.throughput_bin`; summary.json's `emulation` records all of them together (`record`)."""
@@ -43,6 +45,7 @@ TXQUEUELEN = 1000  # a veth's (and most NICs') default txqueuelen: the leaf FIFO
 MIN_BURST_FRAMES = 4  # a burst given as a duration never drops below 4 frames (slow links)
 MAX_BURST_S = 1.0
 MAX_HTB_BYTES = 2**32 - 1  # tc's burst and quantum fields are 32-bit
+MAX_TIME_SCALE = 100.0  # beyond, a 1 s iteration takes minutes and links meet HTB's lowest rate
 
 
 @dataclass(frozen=True)
@@ -57,13 +60,13 @@ class Burst:
     def auto(self) -> bool:
         return self.seconds is None and self.bytes is None
 
-    def bytes_at(self, bw_bps: float) -> int | None:
-        """The bucket in bytes at `bw_bps`; None for auto."""
+    def bytes_at(self, bw_bps: float, frame_bytes: int = FRAME_BYTES) -> int | None:
+        """The bucket in bytes at `bw_bps` on a link of `frame_bytes` frames; None for auto."""
         if self.bytes is not None:
             return self.bytes
         if self.seconds is None:
             return None
-        return max(MIN_BURST_FRAMES * FRAME_BYTES, int(bw_bps / 8 * self.seconds))
+        return max(MIN_BURST_FRAMES * frame_bytes, int(bw_bps / 8 * self.seconds))
 
     def to_yaml(self) -> str | int:
         if self.bytes is not None:
@@ -104,6 +107,7 @@ class Emulation:
     htb_cburst: Burst = Burst(seconds=0.001)
     htb_quantum: int | None = None  # None: tc's default
     cpu_placement: str = "shared"
+    time_scale: float = 1.0  # K: the emulation runs K times slower than the experiment
 
     @classmethod
     def from_dict(cls, raw: Any, path: str) -> Emulation:
@@ -128,6 +132,8 @@ class Emulation:
             if quantum > MAX_HTB_BYTES:
                 raise ConfigError(f"{path}.htb_quantum", f"at most {MAX_HTB_BYTES} bytes, got {quantum}")
             values["htb_quantum"] = quantum
+        if "time_scale" in raw:
+            values["time_scale"] = _time_scale(raw["time_scale"], f"{path}.time_scale")
         return cls(**values)
 
     def to_yaml(self) -> dict[str, Any]:
@@ -136,7 +142,8 @@ class Emulation:
                 "queue_limit": self.queue_limit, "htb_burst": self.htb_burst.to_yaml(),
                 "htb_cburst": self.htb_cburst.to_yaml(),
                 "htb_quantum": "auto" if self.htb_quantum is None else f"{self.htb_quantum}B",
-                "cpu_placement": self.cpu_placement}
+                "cpu_placement": self.cpu_placement,
+                "time_scale": int(self.time_scale) if self.time_scale.is_integer() else self.time_scale}
 
     def shapes_access(self) -> bool:
         """Are both ends of a host's link shaped (links between switches always are)?"""
@@ -148,10 +155,19 @@ class Emulation:
         return {k: v for k, v in self.to_yaml().items() if default[k] != v}
 
 
+def _time_scale(raw: Any, path: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 1 <= raw <= MAX_TIME_SCALE:
+        raise ConfigError(path, f"expected a number from 1 (real time) to {MAX_TIME_SCALE:g} (times slower), "
+                                f"got {raw!r}")
+    return float(raw)
+
+
 def record(run: RunConfig) -> dict[str, Any]:
-    """summary.json `emulation`: every emulator choice of the run, those kept in `run:` too."""
+    """summary.json `emulation`: every emulator choice of the run, those kept in `run:` too
+    (but `time_scale`: summary.json's own top-level key, as every time in the folder depends on it)."""
     telemetry = run.queue_telemetry
-    return {**run.emulation.to_yaml(), "gso_max_segs": run.gso_max_segs,
+    choices = {k: v for k, v in run.emulation.to_yaml().items() if k != "time_scale"}
+    return {**choices, "gso_max_segs": run.gso_max_segs,
             "queue_telemetry": telemetry if isinstance(telemetry, bool) else list(telemetry),
             "throughput_bin_s": run.throughput_bin_s}
 

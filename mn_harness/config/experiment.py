@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness import collectives
-from mn_harness.cc.spec import CCSpec
+from mn_harness.cc.spec import MAX_IDLE_GAP_S, CCSpec
 from mn_harness.config.ecn import queue_telemetry_directions
 from mn_harness.config.loader import default_name, read_experiment_file
 from mn_harness.config.model import (
     EXPERIMENT_RE,
+    MIN_LINK_BPS,
     ROUTINGS,
     JobConfig,
     LinkConfig,
@@ -27,6 +28,7 @@ from mn_harness.config.model import (
 )
 from mn_harness.config.servers import ServerConfig, check_cluster, parse_servers
 from mn_harness.errors import ConfigError
+from mn_harness.frames import DEFAULT_MTU
 from mn_harness.p4 import DEFAULT_PROGRAM
 from mn_harness.p4.limits import AGG_MAX_WORKERS, AGG_POOL, FRAME_BYTES, MAX_JOBS, MAX_PORTS, NO_MARKING
 
@@ -137,7 +139,7 @@ class Experiment:
                               f"{MAX_NETWORK_NODES} nodes in one experiment")
 
         defaults = raw.get("link_defaults", {})
-        check_keys(defaults, "link_defaults", {"bw", "queue", "delay"})
+        check_keys(defaults, "link_defaults", {"bw", "queue", "delay", "mtu"})
         links = []
         pairs: dict[frozenset, str] = {}
         for i, l_raw in enumerate(_list(raw["links"], "links")):
@@ -224,9 +226,29 @@ class Experiment:
 
     def _check_emulation(self) -> None:
         """Bridges (run.emulation.switches) forward on one spanning tree without STP: a loop
-        would flood for ever, and a bridge has no equal-cost paths to hash over."""
+        would flood for ever, and a bridge has no equal-cost paths to hash over. Nor does a
+        bridge tell a host that a frame is too large for its next link (a router answers with
+        ICMP, and the hosts' routes carry each path's MTU): one MTU on every link. A dilated link
+        (run.emulation.time_scale) must still be one HTB can shape; an experiment spread over
+        servers is not dilated (each server's part would need its own conversion)."""
+        scale = self.run.emulation.time_scale
+        if scale != 1 and self.servers:
+            raise ConfigError("run.emulation.time_scale", "an experiment spread over servers runs in real time "
+                              "(time_scale 1)")
+        slowest = min(link.bw_bps for link in self.links)
+        if slowest / scale < MIN_LINK_BPS:
+            raise ConfigError("run.emulation.time_scale", f"{scale:g}: the slowest link would run at "
+                              f"{slowest / scale:g} bit/s, below 1kbit (tc's HTB cannot shape slower)")
+        for job in self.jobs:
+            if job.cc.is_bpf and job.cc.resolved().idle_gap_s * scale > MAX_IDLE_GAP_S:
+                raise ConfigError("run.emulation.time_scale", f"{scale:g}: job {job.name}'s MLTCP idle gap "
+                                  f"({job.cc.resolved().idle_gap_s:g}s) would exceed {MAX_IDLE_GAP_S:g}s")
         if self.run.emulation.switches != "bridge":
             return
+        for i, link in enumerate(self.links):
+            if link.mtu != self.links[0].mtu:
+                raise ConfigError(f"links[{i}].mtu", f"{link.mtu}: with bridges (run.emulation.switches) every "
+                                  f"link has one MTU; links[0] has {self.links[0].mtu}")
         if self.routing == "ecmp":
             raise ConfigError("run.emulation.switches", "bridge: routing ecmp needs routers (a bridge "
                               "forwards on one path)")
@@ -258,6 +280,9 @@ class Experiment:
             if link.queue_packets > NO_MARKING:
                 raise ConfigError(f"links[{i}].queue", f"at most {NO_MARKING} packets on the bmv2 data "
                                   f"plane (queue depths are 19-bit fields), got {link.queue_packets}")
+            if link.mtu != DEFAULT_MTU:
+                raise ConfigError(f"links[{i}].mtu", f"{link.mtu}: only {DEFAULT_MTU} on the bmv2 data plane "
+                                  f"(its queues' rates are frames of {FRAME_BYTES} bytes per second)")
             if link.bw_bps < 8 * FRAME_BYTES:
                 raise ConfigError(f"links[{i}].bw", f"at least {8 * FRAME_BYTES}bit on the bmv2 data "
                                   "plane (its queues drain whole frames per second: 1 frame/s)")

@@ -32,8 +32,9 @@ from mn_harness.config.workload import (
     two_phase,
 )
 from mn_harness.errors import ConfigError, shown
+from mn_harness.frames import DEFAULT_MTU, MAX_MTU, MIN_MTU, frame_bytes
 from mn_harness.p4 import find_program, shipped_programs
-from mn_harness.p4.limits import FRAME_BYTES, INC_MAX_SLOTS
+from mn_harness.p4.limits import INC_MAX_SLOTS
 from mn_harness.units import parse_bandwidth, parse_duration
 
 # `<name>-eth<NN>` must fit IFNAMSIZ-1 = 15 characters.
@@ -51,7 +52,6 @@ TC_U32_MAX = 2**32 - 1
 MIN_LINK_BPS = 1e3     # HTB keeps a class's burst as time in a u32 of 64 ns ticks (<= 275 s):
 #                        its 4-frame burst takes 48 s at 1 kbit/s; tc refuses < 8 bit/s outright
 MAX_LINK_BPS = 1e12    # 1 Tbit/s: 1 ms of burst (125 MB) stays far inside tc's u32 bytes
-MAX_QUEUE_PACKETS = TC_U32_MAX // FRAME_BYTES  # the bfifo limit, queue x 1514 bytes, is a u32
 MAX_DELAY_S = 10.0     # one way, per link end
 MAX_BYTES_PER_ITERATION = 10**12  # 1 TB (a 250G-parameter fp32 model)
 INC_MAX_WORKERS2_BYTES = 2**28    # inc_allreduce: n^2 x S; each worker keeps every rank's inputs to
@@ -141,14 +141,20 @@ class LinkConfig:
     queue_packets: int
     delay_s: float = 0.0
     ecn_threshold: EcnThreshold | None = None  # for both switch ends; overrides the switch's
+    mtu: int = DEFAULT_MTU  # both ends' interfaces; a queue's packets are frames of it
 
     @property
     def name(self) -> str:
         return f"{self.a}-{self.b}"
 
+    @property
+    def frame_bytes(self) -> int:
+        """A full-MTU frame of this link: the unit of its `queue` and packet ECN thresholds."""
+        return frame_bytes(self.mtu)
+
     @classmethod
     def from_dict(cls, raw: Any, path: str, defaults: Mapping) -> LinkConfig:
-        check_keys(raw, path, {"endpoints", "bw", "queue", "delay", "ecn_threshold"}, {"endpoints"})
+        check_keys(raw, path, {"endpoints", "bw", "queue", "delay", "ecn_threshold", "mtu"}, {"endpoints"})
         ends = _list(raw["endpoints"], f"{path}.endpoints")
         if len(ends) != 2:
             raise ConfigError(f"{path}.endpoints", f"a link has 2 endpoints, got {len(ends)}")
@@ -166,15 +172,24 @@ class LinkConfig:
         if bw > MAX_LINK_BPS:
             raise ConfigError(f"{path}.bw", f"{merged['bw']!r}: a link's rate must be at most 1Tbit "
                               "(its burst must fit tc's 32-bit field; no machine emulates more)")
+        mtu = parse_mtu(merged.get("mtu", DEFAULT_MTU), f"{path}.mtu")
         queue = _positive_int(merged.get("queue", 100), f"{path}.queue")
-        if queue > MAX_QUEUE_PACKETS:
-            raise ConfigError(f"{path}.queue", f"at most {MAX_QUEUE_PACKETS} packets (the queue's "
-                              f"{queue} x {FRAME_BYTES} bytes must fit tc's 32-bit limit), got {queue}")
+        if queue * frame_bytes(mtu) > TC_U32_MAX:
+            raise ConfigError(f"{path}.queue", f"at most {TC_U32_MAX // frame_bytes(mtu)} packets (the queue's "
+                              f"{queue} x {frame_bytes(mtu)} bytes must fit tc's 32-bit limit), got {queue}")
         delay = parse_duration(merged.get("delay", 0), f"{path}.delay", max_s=MAX_DELAY_S)
         threshold = None
         if "ecn_threshold" in raw:
             threshold = parse_ecn_threshold(raw["ecn_threshold"], f"{path}.ecn_threshold")
-        return cls(a, b, bw, queue, delay, threshold)
+        return cls(a, b, bw, queue, delay, threshold, mtu)
+
+
+def parse_mtu(raw: Any, path: str) -> int:
+    """A link's MTU in bytes: a whole number from MIN_MTU to MAX_MTU (mn_harness/frames.py)."""
+    if isinstance(raw, bool) or not isinstance(raw, int) or not MIN_MTU <= raw <= MAX_MTU:
+        raise ConfigError(path, f"expected an MTU in bytes from {MIN_MTU} to {MAX_MTU} (e.g. 1500 or 9000), "
+                          f"got {raw!r}")
+    return raw
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,6 @@ from mn_harness.network.shaping import (
     red_leaf_argv,
     shape_egress,
 )
-from mn_harness.p4.limits import FRAME_BYTES
 from mn_harness.state import EgressProgramGone, Undo
 
 # fib_multipath_hash_fields bits (include/net/ip_fib.h): src ip, dst ip, ip proto, src port, dst port
@@ -144,9 +143,9 @@ def egress_config(plan: NetworkPlan, intf: Interface, tracker: str, compare: boo
     shape = port_shape(plan, intf)
     assert shape is not None, f"{intf.name} is not shaped"
     limit = shape.limit_bytes
-    return EgressConfig(mark_bytes=port_threshold(plan, intf).threshold_bytes(),
+    return EgressConfig(mark_bytes=port_threshold(plan, intf).threshold_bytes(intf.link.frame_bytes),
                         limit_bytes=NO_LIMIT_BYTES if limit is None else limit, rate_bps=shape.bw_bps,
-                        burst_bytes=shape.burst.bytes_at(shape.bw_bps) or FRAME_BYTES,
+                        burst_bytes=shape.burst.bytes_at(shape.bw_bps, shape.frame_bytes) or shape.frame_bytes,
                         jobs=len(plan.experiment.jobs) + 1, tracker=tracker, compare=compare)
 
 
@@ -262,10 +261,11 @@ class LinuxDataplane(Dataplane):
         """RED as the leaf of every marking port without `delay`; False if the kernel refuses."""
         for n, intf in enumerate(p for p in ports if p.link.delay_s == 0):
             leaf = ["tc", "qdisc", "replace", "dev", intf.name, "parent", HTB_CLASS, "handle", LEAF_HANDLE]
-            mark = port_threshold(plan, intf).threshold_bytes()
+            mark = port_threshold(plan, intf).threshold_bytes(intf.link.frame_bytes)
             assert mark is not None
             try:
-                run_in(net[intf.node].pid, red_leaf_argv(leaf, intf.link.bw_bps, intf.link.queue_packets, mark))
+                run_in(net[intf.node].pid, red_leaf_argv(leaf, intf.link.bw_bps, intf.link.queue_packets, mark,
+                                                         intf.link.frame_bytes))
             except NetworkError:
                 if n == 0:
                     return False
@@ -278,7 +278,7 @@ class LinuxDataplane(Dataplane):
             return
         self.stop_telemetry()
         ports = [SampledPort(i.node, i.port, link_label(i), self.programs[(i.node, i.name)],
-                             drops_known=i.link.delay_s == 0)
+                             drops_known=i.link.delay_s == 0, frame_bytes=i.link.frame_bytes)
                  for i in monitored_interfaces(self.plan) if (i.node, i.name) in self.programs]
         if not ports:
             return

@@ -22,6 +22,7 @@ from pathlib import Path
 from mn_harness.bpf import syscall, toolchain
 from mn_harness.bpf.errors import BpfError, BpfUnavailable
 from mn_harness.bpf.toolchain import ObjectBuilder
+from mn_harness.p4.limits import FRAME_BYTES
 
 SOURCE = Path(__file__).resolve().parent / "bpf" / "link_gaps.bpf.c"
 DEQUEUE_PROGRAM = "mnh_dequeue"
@@ -71,6 +72,7 @@ class Egress:
     netns: int  # inode of the node's network namespace
     ifindex: int
     rate_bps: float
+    frame_bytes: int = FRAME_BYTES  # a full frame of its link's MTU: the least dequeue a counted gap follows
 
     def key(self) -> bytes:
         return _KEY.pack(self.netns, self.ifindex)

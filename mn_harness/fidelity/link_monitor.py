@@ -20,7 +20,6 @@ from mn_harness.network.commands import run_in
 from mn_harness.network.errors import NetworkError
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.network.shaping import port_shape
-from mn_harness.p4.limits import FRAME_BYTES
 
 _LINK_LINE = re.compile(r"^(\d+):\s+([^:@\s]+)")
 
@@ -46,14 +45,14 @@ def shaped_egresses(plan: NetworkPlan, pids: Mapping[str, int], nodes: set[str])
         index, netns = ifindexes(pid), netns_inode(pid)
         for intf in plan.interfaces.get(node, []):
             if intf.name in index and port_shape(plan, intf) is not None:
-                out.append(Egress(f"{intf.node}->{intf.peer_node}", netns, index[intf.name], intf.link.bw_bps))
+                out.append(Egress(f"{intf.node}->{intf.peer_node}", netns, index[intf.name], intf.link.bw_bps,
+                                  intf.link.frame_bytes))
     return out
 
 
 @dataclass(frozen=True)
 class LinkSettings:
     tolerance: float  # a gap within this share of the serialisation time is faithful
-    min_bytes: int = FRAME_BYTES  # gaps after smaller dequeues are not counted
 
 
 class LinkMonitor:
@@ -72,7 +71,8 @@ class LinkMonitor:
         try:
             self.program = LinkGapProgram(log=self.log)
             for egress in egresses:
-                self.program.put(egress, self.settings.min_bytes, self.settings.tolerance)
+                # gaps after dequeues smaller than a full frame of the link are not counted
+                self.program.put(egress, egress.frame_bytes, self.settings.tolerance)
             self.program.attach()
         except (BpfError, NetworkError, OSError) as exc:
             self.unavailable = str(exc)

@@ -134,3 +134,19 @@ def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, 
                     links=records, link_monitor="on" if monitored else f"unavailable: {link_unavailable or 'not run'}",
                     host=host, workers=workers, monitor_cpu_s=_r(monitor_cpu_s),
                     monitor_kernel_s=_r(monitor_kernel_s))
+
+
+def time_scale_advice(block: Fidelity | None, time_scale: float) -> str | None:
+    """One line for a run whose shaped links lost time while the host kept up: the machine's
+    timers (not its CPU) limit it, and running the experiment slower is what helps. A busy host
+    gets no advice here: its own violation says what to fix first."""
+    if block is None or block.verdict != UNFAITHFUL:
+        return None
+    kinds = {v.invariant for v in block.violations}
+    slow_links = [v.where or "?" for v in block.violations if v.invariant == "link"
+                  and (block.links.get(v.where or "") or FidelityLink()).kind == "qdisc"]
+    if not slow_links or "host" in kinds:
+        return None
+    return (f"fidelity: {', '.join(slow_links[:3])}{' ...' if len(slow_links) > 3 else ''} kept worse time than "
+            f"this machine's timers allow at these rates{f' (time scale {time_scale:g})' if time_scale != 1 else ''}: "
+            "run slower with run.emulation.time_scale, e.g. 5 (docs/fidelity.md#time-dilation)")

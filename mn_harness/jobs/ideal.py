@@ -7,8 +7,9 @@ perfect pipelining assumed; a pipeline pass is played in its 1F1B order; in-netw
 is S over the slowest path of the job's ring hops. The ideal iteration time plays the job's
 program (jobs/program.py) with mean compute times and these ideal collectives, one
 communication stream — so DDP overlap and traces' concurrent collectives count as they would
-ideally. Jitter and stragglers are left out. TCP/IP header overhead (~4.5% at a 1500-byte MTU)
-is ignored too, so an isolated job measures about 1.05x ideal."""
+ideally. Jitter and stragglers are left out. TCP/IP and Ethernet headers are left out too (the
+ideal moves payload at the link rate), so an isolated job measures at least 1 /
+payload_ceiling(mtu) of ideal (mn_harness/frames.py: 1.046x at a 1500-byte MTU, 1.007x at 9000)."""
 
 from __future__ import annotations
 

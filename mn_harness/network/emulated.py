@@ -29,6 +29,19 @@ from mn_harness.network.shaping import limit_offloads, port_shape, queue_stats, 
 if TYPE_CHECKING:  # the data plane is a layer above: it is handed in, never imported
     from mn_harness.dataplane.base import Dataplane
 
+TCP_RTO_MIN_S = 0.2  # the kernel's TCP_RTO_MIN (include/net/tcp.h)
+
+
+def dilated_route_timers(time_scale: float) -> list[str]:
+    """The options a host's routes take so its TCP keeps the model's times in an emulation K
+    times slower (run.emulation.time_scale): the one fixed timer a route can set, the minimum
+    RTO, 200 ms x K. The kernel's other fixed times (the delayed ACK's 40 ms minimum, the loss
+    probe's 10 ms floor, the 1 s initial RTO of a handshake, the jiffy) cannot be set per
+    namespace: docs/fidelity.md#time-dilation."""
+    if time_scale == 1:
+        return []
+    return ["rto_min", f"{TCP_RTO_MIN_S * time_scale * 1e3:.0f}ms"]
+
 
 class EmulatedNetwork:
     def __init__(self, experiment: Experiment, plan: NetworkPlan, dataplane: Dataplane,
@@ -75,6 +88,7 @@ class EmulatedNetwork:
                 segs = self.dataplane.host_gso_max_segs(segs)
             if node.inNamespace:
                 for intf in plan.interfaces[node_name]:
+                    run_in(node.pid, ["ip", "link", "set", "dev", intf.name, "mtu", str(intf.link.mtu)])
                     limit_offloads(node.pid, intf.name, segs)
         for host in exp.hosts:
             if host in here:
@@ -95,7 +109,10 @@ class EmulatedNetwork:
         mn_intf = node.intf(intf.name)  # tell Mininet too, so its CLI's `h1 ping h3` works
         mn_intf.ip, mn_intf.prefixLen = intf.ip, intf.prefix_len
         for argv in self.dataplane.host_routes(intf):
-            run_in(pid, argv)
+            run_in(pid, argv + dilated_route_timers(self.experiment.run.emulation.time_scale))
+        for dst_ip, mtu in self.plan.route_mtus(host).items():  # paths through a link of a smaller MTU
+            run_in(pid, ["ip", "route", "replace", f"{dst_ip}/32", "via", intf.peer_ip, "dev", intf.name,
+                         "mtu", str(mtu), *dilated_route_timers(self.experiment.run.emulation.time_scale)])
         if self.dataplane.host_neighbours_static():
             run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
                          "dev", intf.name, "nud", "permanent"])

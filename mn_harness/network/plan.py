@@ -210,6 +210,33 @@ class NetworkPlan:
             nodes.append(node)
         return nodes
 
+    def path_mtu(self, src: str, dst: str) -> int:
+        """The smallest MTU of any link host src's packets to host dst may cross: every
+        equal-cost path counts, whichever the data plane (ECMP) picks."""
+        between: dict[frozenset[str], int] = {}  # from the experiment's links: on one server of a run
+        for link in self.experiment.links:      # spread over several, `interfaces` holds its nodes only
+            key = frozenset((link.a, link.b))
+            between[key] = min(link.mtu, between.get(key, link.mtu))
+        mtus, todo, seen = [], [src], {src}
+        while todo:
+            node = todo.pop()
+            for peer in self._candidates.get((node, dst), ()):
+                mtus.append(between[frozenset((node, peer))])
+                if peer not in seen:
+                    seen.add(peer)
+                    todo.append(peer)
+        return min(mtus)
+
+    def route_mtus(self, host: str) -> dict[str, int]:
+        """Destination address -> path MTU, for every other host whose path MTU from `host` is
+        below the MTU of `host`'s own link: the host's route to it carries that MTU, so TCP
+        sends segments every link on the way takes (no ICMP round trip to find it out)."""
+        own = self.gateway(host).link.mtu
+        if all(link.mtu >= own for link in self.experiment.links):
+            return {}
+        return {self.host_ip[dst]: mtu for dst in self.experiment.hosts
+                if dst != host and (mtu := self.path_mtu(host, dst)) < own}
+
     def _hops(self, nodes: list[str]) -> list[Hop]:
         return [Hop(a, b, self.interface_towards(a, b).link) for a, b in zip(nodes, nodes[1:], strict=False)]
 
@@ -250,6 +277,12 @@ class NetworkPlan:
                     choices[(node, flow)] = nxt
                 prev, node = node, nxt
         return NetworkPlan(self.experiment, choices)
+
+    def for_experiment(self, experiment: Experiment) -> NetworkPlan:
+        """This plan, its data plane's choices included, over `experiment`: the same topology
+        and jobs at other rates and times (a dilated run's experiment as written:
+        config/time_scale.py)."""
+        return NetworkPlan(experiment, self._choices)
 
     def flow_paths(self, flow: Flow) -> list[list[Hop]]:
         """The flow's path (resolved) or every candidate path (unresolved ECMP)."""

@@ -32,16 +32,17 @@ LEAF_HANDLE = "10:"
 MAX_TC_U32 = 2**32 - 1  # tc's rate/burst/limit fields are 32-bit
 
 
-def fifo_limit_bytes(queue_packets: int) -> int:
-    """The leaf FIFO's limit: byte-sized, so a GSO super-packet of k frames takes k frames' room."""
-    return queue_packets * FRAME_BYTES
+def fifo_limit_bytes(queue_packets: int, frame_bytes: int = FRAME_BYTES) -> int:
+    """The leaf FIFO's limit: byte-sized, so a GSO super-packet of k frames takes k frames' room
+    (`queue_packets` full frames of the link's MTU)."""
+    return queue_packets * frame_bytes
 
 
 @dataclass(frozen=True)
 class EgressShape:
     """How one egress is shaped: HTB at `bw_bps` (its buckets and quantum as run.emulation says)
     over a leaf FIFO (`leaf`: bfifo or pfifo, `limit` in its unit), or netem when the link has a
-    delay (a packet limit of `queue_packets`)."""
+    delay (a packet limit of `queue_packets`); `frame_bytes`: a full frame of the link's MTU."""
 
     bw_bps: float
     queue_packets: int
@@ -51,6 +52,7 @@ class EgressShape:
     cburst: Burst = Emulation().htb_cburst
     quantum: int | None = None
     delay_s: float = 0.0
+    frame_bytes: int = FRAME_BYTES
 
     @property
     def limit_bytes(self) -> int | None:
@@ -65,7 +67,7 @@ class EgressShape:
         rate = f"{int(self.bw_bps)}bit"
         out = ["rate", rate, "ceil", rate]
         for key, bucket in (("burst", self.burst), ("cburst", self.cburst)):
-            size = bucket.bytes_at(self.bw_bps)
+            size = bucket.bytes_at(self.bw_bps, self.frame_bytes)
             if size is not None:
                 out += [key, str(size)]
         if self.quantum is not None:
@@ -84,9 +86,9 @@ def egress_shape(link: LinkConfig, emulation: Emulation, *, access: bool, host_e
     elif emulation.queue_limit == "packets":
         leaf, limit = "pfifo", link.queue_packets
     else:
-        leaf, limit = "bfifo", fifo_limit_bytes(link.queue_packets)
+        leaf, limit = "bfifo", fifo_limit_bytes(link.queue_packets, link.frame_bytes)
     return EgressShape(link.bw_bps, link.queue_packets, leaf, limit, emulation.htb_burst, emulation.htb_cburst,
-                       emulation.htb_quantum, link.delay_s)
+                       emulation.htb_quantum, link.delay_s, link.frame_bytes)
 
 
 def port_shape(plan: NetworkPlan, intf: Interface) -> EgressShape | None:
@@ -114,22 +116,23 @@ def egress_commands(intf: str, shape: EgressShape, red_mark_bytes: int | None = 
     if shape.delay_s > 0:
         commands.append(netem_argv(leaf, shape.delay_s, shape.queue_packets))
     elif red_mark_bytes is not None:
-        commands.append(red_leaf_argv(leaf, shape.bw_bps, shape.queue_packets, red_mark_bytes))
+        commands.append(red_leaf_argv(leaf, shape.bw_bps, shape.queue_packets, red_mark_bytes, shape.frame_bytes))
     else:
         commands.append([*leaf, shape.leaf, "limit", str(shape.limit)])
     return commands
 
 
-def red_leaf_argv(leaf: list[str], bw_bps: float, queue_packets: int, mark_bytes: int) -> list[str]:
+def red_leaf_argv(leaf: list[str], bw_bps: float, queue_packets: int, mark_bytes: int,
+                  frame_bytes: int = FRAME_BYTES) -> list[str]:
     """RED as a step marker (for kernels with sch_red but no usable tc BPF): ECT packets are
     marked CE once the average queue reaches `mark_bytes` (min = mark, max = mark + 1 frame,
     probability 1), `nodrop` keeps not-ECT packets queued until the FIFO limit, as the byte FIFO
     would (Linux >= 5.8), and `burst` = the threshold in frames makes tc pick the smallest EWMA
     weight exponent (Wlog 1: the average moves half-way to each new backlog)."""
-    limit = fifo_limit_bytes(queue_packets)
-    low = max(1, min(mark_bytes, limit - FRAME_BYTES))
-    return [*leaf, "red", "limit", str(limit), "min", str(low), "max", str(low + FRAME_BYTES),
-            "avpkt", str(FRAME_BYTES), "burst", str(max(1, -(-low // FRAME_BYTES))),
+    limit = fifo_limit_bytes(queue_packets, frame_bytes)
+    low = max(1, min(mark_bytes, limit - frame_bytes))
+    return [*leaf, "red", "limit", str(limit), "min", str(low), "max", str(low + frame_bytes),
+            "avpkt", str(frame_bytes), "burst", str(max(1, -(-low // frame_bytes))),
             "probability", "1.0", "bandwidth", f"{int(bw_bps)}bit", "ecn", "nodrop"]
 
 
@@ -160,7 +163,8 @@ def rate_change_commands(intf: str, shape: EgressShape) -> list[list[str]]:
 def offload_commands(intf: str, gso_max_segs: int) -> list[list[str]]:
     """Cap GSO super-packets at a few frames: per-frame packets cost too much CPU on small
     machines (an isolated 1 Gbit/s job reached ~70% of the link), while 64 KB super-packets
-    would make a `queue` of N packets hold up to 43N packets. Measured on a 2-core VM, an
+    would make a `queue` of N packets hold up to 43N packets (the kernel's GSO size limit, 64 KB,
+    bounds a super-packet too: at MTU 9000 a cap of 16 still means at most 7 frames). Measured on a 2-core VM, an
     isolated 25 MB ring step over 1 Gbit/s: 1 seg 70%, 8 segs 89%, 16 segs 91%, unlimited 96%
     of the link rate. 1 turns segmentation offloads off entirely (exact per-packet queues)."""
     if gso_max_segs == 1:

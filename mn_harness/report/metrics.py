@@ -297,6 +297,9 @@ def compute_metrics(
     expected = {j: len(info.hosts) for j, info in summary.jobs.items() if info.hosts}
     iters = job_iterations(iterations, expected)
     notes: list[str] = []
+    if summary.time_scale not in (None, 1):
+        notes.append(f"time scale {summary.time_scale:g}: the emulation ran {summary.time_scale:g} times slower; "
+                     "every time and rate here is the experiment's (nominal)")
     for name, bad in (malformed_rows or {}).items():
         if bad:
             notes.append(f"{name}: {bad} malformed row(s) skipped")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mn_harness.results.nominal import nominal_rows
 from mn_harness.results.schema import (
     CC_TELEMETRY_COLUMNS,
     CC_TELEMETRY_CSV,
@@ -79,12 +80,13 @@ def throughput_rows(raw_dir: Path) -> list[ThroughputRow]:
     return rows
 
 
-def write_run_csvs(raw_dir: Path, results_dir: Path) -> tuple[list[IterationRow], list[PhaseRow],
-                                                                 list[ThroughputRow]]:
-    """iterations.csv, phases.csv and throughput.csv from the raw files; returns their rows."""
-    rows = iteration_rows(raw_dir)
-    phases = phase_rows(raw_dir)
-    throughput = throughput_rows(raw_dir)
+def write_run_csvs(raw_dir: Path, results_dir: Path, time_scale: float = 1.0
+                   ) -> tuple[list[IterationRow], list[PhaseRow], list[ThroughputRow]]:
+    """iterations.csv, phases.csv and throughput.csv from the raw files, in the experiment's
+    times (a dilated run's divided by `time_scale`: results/nominal.py); returns their rows."""
+    rows = nominal_rows(iteration_rows(raw_dir), time_scale)
+    phases = nominal_rows(phase_rows(raw_dir), time_scale)
+    throughput = nominal_rows(throughput_rows(raw_dir), time_scale)
     write_csv(results_dir / ITERATIONS_CSV, ITERATION_COLUMNS, rows)
     write_csv(results_dir / PHASES_CSV, PHASE_COLUMNS, phases)
     write_csv(results_dir / THROUGHPUT_CSV, THROUGHPUT_COLUMNS, throughput)

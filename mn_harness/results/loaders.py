@@ -146,7 +146,7 @@ def _read_csv(path: Path) -> tuple[list[dict[str, str]], int]:
     return rows, bad
 
 
-def _load(path: Path | str, row: Callable[[dict[str, str]], R]) -> tuple[list[R], int]:
+def load_table(path: Path | str, row: Callable[[dict[str, str]], R]) -> tuple[list[R], int]:
     """A CSV's rows made by `row`, and the number of malformed rows skipped (a row `row`
     refuses with KeyError or ValueError counts as one)."""
     raw, bad = _read_csv(Path(path))
@@ -196,20 +196,20 @@ def _queue(r: dict[str, str]) -> QueueRow:
 
 def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
     """Rows of iterations.csv and the number of malformed rows skipped."""
-    return _load(path, _iteration)
+    return load_table(path, _iteration)
 
 
 def load_phases(path: Path | str) -> tuple[list[PhaseRow], int]:
     """Rows of phases.csv and the number of malformed rows skipped."""
-    return _load(path, _phase)
+    return load_table(path, _phase)
 
 
 def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
-    return _load(path, _throughput)
+    return load_table(path, _throughput)
 
 
 def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
-    return _load(path, _queue)
+    return load_table(path, _queue)
 
 
 def load_run(results_dir: Path | str) -> RunData:
@@ -220,12 +220,12 @@ def load_run(results_dir: Path | str) -> RunData:
     if not os.path.lexists(root / ITERATIONS_CSV):
         raise ConfigError(shown(str(root / ITERATIONS_CSV)), "missing (not a complete results folder)")
     malformed: dict[str, int] = {}
-    iterations, malformed[ITERATIONS_CSV] = _load(root / ITERATIONS_CSV, _iteration)
+    iterations, malformed[ITERATIONS_CSV] = load_table(root / ITERATIONS_CSV, _iteration)
 
     def optional(name: str, row: Callable[[dict[str, str]], R]) -> list[R] | None:
         if not (root / name).exists():
             return None
-        rows, malformed[name] = _load(root / name, row)
+        rows, malformed[name] = load_table(root / name, row)
         return rows
 
     throughput = optional(THROUGHPUT_CSV, _throughput) or []

@@ -340,6 +340,11 @@ class RunSummary(RunFacts):
         "link → job → ranks whose sending sockets carry data across it", factory=dict, keys="link")
     link_bps: dict[str, float] = entry("link → capacity", factory=dict, keys="link")
     routing: str | None = entry("`shortest` or `ecmp`")
+    time_scale: float | None = entry(
+        "`run.emulation.time_scale`, K: the emulation ran K times slower than the experiment (every link "
+        "rate / K, every time of the model x K); every time and rate in the folder is the experiment's "
+        "(nominal: the machine's times / K), so slowdowns are the same whichever K (docs/fidelity.md: time "
+        "dilation); absent in folders from before it (real time)", optional=True)
     flow_paths: dict[str, list[FlowPath]] = entry("job → its flows", factory=dict, keys="job")
     cassini: dict[str, Any] | None = entry(
         "CASSINI's prediction (metric definitions below): `links`, `jobs` (per job `slowdown`, "

@@ -32,8 +32,8 @@ class FidelityLink:
     dequeues: int | None = entry("qdisc: dequeues counted", optional=True)
     bytes: int | None = entry("qdisc: bytes dequeued (as HTB charges them: GSO segments with their headers)",
                               optional=True)
-    gaps: int | None = entry("qdisc: gaps judged: after a dequeue of at least one 1514-byte frame that left "
-                             "packets queued behind it", optional=True)
+    gaps: int | None = entry("qdisc: gaps judged: after a dequeue of at least one full frame of the link "
+                             "(1514 bytes at MTU 1500) that left packets queued behind it", optional=True)
     intervals: int | None = entry("bmv2 port: telemetry intervals judged: the queue backlogged (mean depth "
                                   ">= 2 packets)", optional=True)
     within_share: float | None = entry("share of the judged gaps (intervals) within `run.fidelity."

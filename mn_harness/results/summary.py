@@ -22,6 +22,7 @@ from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.collect import write_run_csvs
 from mn_harness.results.iterations import job_iterations, job_stats, worker_cpu
 from mn_harness.results.loaders import load_summary
+from mn_harness.results.nominal import nominal_csvs
 from mn_harness.results.phases import bytes_acked_per_rank, phase_stats
 from mn_harness.results.records import to_json
 from mn_harness.results.schema import (
@@ -90,6 +91,7 @@ def summarise(experiment: Experiment, plan: NetworkPlan, rows: Sequence[Iteratio
         link_ranks=plan.link_ranks(),
         link_bps=plan.link_bps(),
         routing=plan.routing,
+        time_scale=experiment.run.emulation.time_scale,
         flow_paths=flow_paths(plan),
         cassini=cassini(experiment, plan),
     )
@@ -142,8 +144,14 @@ def write_run_results(experiment: Experiment, plan: NetworkPlan, results_dir: Pa
                       ) -> RunSummary:
     """The results folder from the workers' raw files: iterations.csv, phases.csv,
     throughput.csv and summary.json (with what the session observed, and `fidelity`: the
-    verdict made from the run's monitors and its phases). Returns the summary."""
-    rows, phases, throughput = write_run_csvs(results_dir / "raw", results_dir)
+    verdict made from the run's monitors and its phases). Returns the summary.
+
+    `experiment` and `plan` are the experiment's as written (nominal); a run dilated by
+    run.emulation.time_scale has its measurements converted here (results/nominal.py), the
+    workers' phases before the verdict judges them."""
+    scale = experiment.run.emulation.time_scale
+    rows, phases, throughput = write_run_csvs(results_dir / "raw", results_dir, scale)
+    nominal_csvs(results_dir, scale)
     if fidelity is not None:
         facts = dataclasses.replace(facts, fidelity=fidelity(rows, phases))
     summary = summarise(experiment, plan, rows, cc_names, phases, throughput, facts)

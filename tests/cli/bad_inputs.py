@@ -396,6 +396,8 @@ bad_value("emulation-burst-bare", "run.emulation.htb_burst", 15000)
 bad_value("emulation-burst-bits", "run.emulation.htb_burst", "15Kb")
 bad_value("emulation-cburst-long", "run.emulation.htb_cburst", "5s")
 bad_value("emulation-quantum", "run.emulation.htb_quantum", "8GB")
+bad_value("emulation-time-scale-below-1", "run.emulation.time_scale", 0.5)
+bad_value("emulation-time-scale-string", "run.emulation.time_scale", "5x")
 bad_value("emulation-cpu", "run.emulation.cpu_placement", "pinned")
 bad_file("emulation-bridge-ecmp", lambda: mutated(lambda raw: (setter("run.emulation.switches", "bridge")(raw),
                                                                  setter("routing", "ecmp")(raw))),

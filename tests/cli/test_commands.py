@@ -121,3 +121,13 @@ def test_window_parses_durations():
 
     assert parse_window("2s:5s") == (2.0, 5.0) and parse_window("500ms:1") == (0.5, 1.0)
     assert parse_window(None) is None
+
+
+def test_validate_prints_the_rates_a_dilated_run_runs(tmp_path):
+    text = (ROOT / "topologies/dumbbell-2jobs.yaml").read_text()
+    (tmp_path / "slow.yaml").write_text(text.replace("run:\n", "run:\n  emulation: {time_scale: 4}\n", 1))
+    out = cli("validate", str(tmp_path / "slow.yaml"))
+    assert out.returncode == 0, out.stderr
+    assert "time scale 4: the emulation runs 4 times slower: links at 250 Mbit/s (1000 nominal)" in out.stdout
+    plain = cli("validate", "topologies/dumbbell-2jobs.yaml")
+    assert "time scale" not in plain.stdout

@@ -1,14 +1,20 @@
 """Tunnel arithmetic and commands, without a kernel: the MTU each kind needs to carry
-1500-byte frames, names that fit IFNAMSIZ, VNIs drawn per run and link."""
+a link's frames, names that fit IFNAMSIZ, VNIs drawn per run and link."""
 
 from __future__ import annotations
 
-from mn_harness.cluster.tunnel import FRAME_MTU, create_argv, device_name, draw, needed_mtu, taken
+from mn_harness.cluster.tunnel import create_argv, device_name, draw, needed_mtu, rename_argv, taken
 
 
-def test_the_underlay_must_take_1500_byte_frames_with_their_headers():
+def test_the_underlay_must_take_the_links_frames_with_their_headers():
     assert needed_mtu("vxlan", "10.0.0.1") == 1550 and needed_mtu("vxlan", "fd00::1") == 1570
-    assert needed_mtu("gretap", "10.0.0.1") == 1542 and FRAME_MTU == 1500
+    assert needed_mtu("gretap", "10.0.0.1") == 1542
+    assert needed_mtu("vxlan", "10.0.0.1", 9000) == 9050  # a link with `mtu: 9000`
+
+
+def test_the_tunnel_end_gets_its_links_mtu():
+    rename = rename_argv("vxlan", 5, "s1-eth3", "02:00:00:01:00:01", 9000)
+    assert rename[-1][rename[-1].index("mtu") + 1] == "9000"
 
 
 def test_names_fit_and_say_whose_they_are():

@@ -61,7 +61,8 @@ def test_the_sampler_sees_a_busy_loop_and_writes_its_timeline(tmp_path):
         pass
     load = sampler.stop(tmp_path, t0)
     assert load["samples"] >= 4  # the loop holds the GIL: the thread reads less often than asked
-    assert load["busy_mean"] >= 0.9 / load["cores"]
+    # the first and last intervals hold the sampler's own start and stop, not the loop: 3/4 of a core
+    assert load["busy_mean"] >= 0.75 / load["cores"]
     with open(tmp_path / CPU_CSV) as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == CPU_COLUMNS and len(rows) == load["samples"]

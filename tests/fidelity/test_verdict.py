@@ -106,3 +106,17 @@ def test_a_send_that_waited_is_a_workers_violation_and_thresholds_parse_with_the
         with pytest.raises(ConfigError) as err:
             T.from_dict(raw, "run.fidelity")
         assert str(err.value).startswith(path + ":"), str(err.value)
+
+
+def test_time_dilation_is_advised_only_for_shaped_links_that_lost_time_on_a_host_that_kept_up():
+    from mn_harness.fidelity.verdict import time_scale_advice
+
+    slow = {"s1->s2": gaps(1000, 600, 300)}
+    advice = time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, HOST_OK, WORKERS_OK), 1)
+    assert advice is not None and "s1->s2" in advice and "run.emulation.time_scale" in advice
+    assert "time scale 5" in (time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, HOST_OK,
+                                                                 WORKERS_OK), 5) or "")
+    busy = FidelityHost(all_saturated_share=0.5, steal_mean=0.0)  # a busy host: its own verdict comes first
+    assert time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, busy, WORKERS_OK), 1) is None
+    ok = fidelity_block(FidelityThresholds(), {"s1->s2": gaps(1000, 990, 5)}, None, HOST_OK, WORKERS_OK)
+    assert time_scale_advice(ok, 1) is None and time_scale_advice(None, 1) is None

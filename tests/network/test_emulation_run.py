@@ -91,3 +91,34 @@ def test_split_cpu_placement_pins_the_workers_and_steers_receive_work_to_core_0(
         session.wait_jobs()
     assert all(int(m.strip(), 16) == 1 << NETWORK_CORE for m in masks.values()), masks
     assert all(a == cores for a in allowed.values()), allowed
+
+
+def test_a_larger_mtu_reaches_every_interface_and_route_and_the_links_are_judged(tmp_path):
+    """link_defaults.mtu 9000 with one host's link at 1500: every interface has its link's MTU
+    in its namespace, the hosts whose path crosses the 1500 link route to it with that MTU, the
+    jobs complete, and the link monitor judged the 9000-byte links' gaps (full frames of 9014)."""
+    raw = small_demo(iterations=4, bytes_per_iteration="8MB", compute="10ms")
+    raw["link_defaults"]["mtu"] = 9000
+    raw["links"][4]["mtu"] = 1500  # s2-h4: job2 (h2 <-> h4) crosses it
+    exp = Experiment.from_dict(raw, "mtu")
+    seen: dict[str, str] = {}
+    with network(exp, out=tmp_path, quiet=True) as session:
+        net = session.net
+        for node in ("h1", "h2", "h4", "s1", "s2"):
+            seen[node] = net[node].cmd("ip -o link show")
+        seen["h2_route"] = net["h2"].cmd(f"ip route get {session.plan.host_ip['h4']}")
+        seen["h1_route"] = net["h1"].cmd(f"ip route get {session.plan.host_ip['h3']}")
+        session.wait_jobs()
+    summary = json.loads((session.results_dir / "summary.json").read_text())
+    assert summary["status"] == "completed", summary["status"]
+
+    def mtu(node: str, intf: str) -> int:
+        line = next(x for x in seen[node].splitlines() if f" {intf}@" in x or f" {intf}:" in x)
+        return int(line.split(" mtu ")[1].split()[0])
+
+    assert mtu("h1", "h1-eth0") == mtu("s1", "s1-eth1") == mtu("s1", "s1-eth3") == mtu("s2", "s2-eth1") == 9000
+    assert mtu("h4", "h4-eth0") == mtu("s2", "s2-eth3") == 1500
+    assert "mtu 1500" in seen["h2_route"], seen["h2_route"]
+    assert "mtu" not in seen["h1_route"], seen["h1_route"]  # its path is 9000 throughout: the device's
+    links = summary["fidelity"]["links"]
+    assert (links["s1->s2"].get("gaps") or 0) > 0 or (links["h1->s1"].get("gaps") or 0) > 0, links

@@ -84,7 +84,8 @@ class Counters:
 
 @dataclass(frozen=True)
 class Interval:
-    """What happened at one port between two reads; depths in packets of FRAME_BYTES."""
+    """What happened at one port between two reads; depths in full frames of the port's link
+    (FRAME_BYTES at the default MTU)."""
 
     frames: int
     depth: float        # mean depth the interval's frames joined (0 when none came)
@@ -95,12 +96,12 @@ class Interval:
     job_marks: tuple[int, ...]
 
 
-def interval(old: Counters, new: Counters, closed_epoch: int) -> Interval:
+def interval(old: Counters, new: Counters, closed_epoch: int, frame_bytes: int = FRAME_BYTES) -> Interval:
     """`new` - `old`, with the maximum of epoch `closed_epoch` (the one the read just closed)."""
     frames = new.frames - old.frames
     depth_sum = new.depth_sum - old.depth_sum
-    mean = depth_sum / frames / FRAME_BYTES if frames > 0 else 0.0
-    peak = new.epoch_max.get(closed_epoch, 0) / FRAME_BYTES if frames > 0 else 0.0
+    mean = depth_sum / frames / frame_bytes if frames > 0 else 0.0
+    peak = new.epoch_max.get(closed_epoch, 0) / frame_bytes if frames > 0 else 0.0
     return Interval(frames, mean, max(peak, mean), new.marks - old.marks,
                     new.drop_frames - old.drop_frames,
                     tuple(n - o for n, o in zip(new.job_bytes, old.job_bytes, strict=True)),

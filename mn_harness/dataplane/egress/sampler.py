@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from mn_harness.dataplane.egress.counters import Counters, interval
 from mn_harness.dataplane.egress.program import EgressProgram
 from mn_harness.dataplane.queue_csv import QueueSample
+from mn_harness.p4.limits import FRAME_BYTES
 
 
 @dataclass
@@ -19,6 +20,7 @@ class SampledPort:
     link: str             # e.g. s1->s2
     program: EgressProgram
     drops_known: bool = True  # False behind netem (it limits packets): drops not counted
+    frame_bytes: int = FRAME_BYTES  # the link's full frame: queue.csv's depths count them
     last: Counters | None = None
 
 
@@ -37,7 +39,7 @@ class EgressSampler:
             old, p.last = p.last, new
             if old is None:
                 continue
-            iv = interval(old, new, p.program.epoch - 1)
+            iv = interval(old, new, p.program.epoch - 1, p.frame_bytes)
             jobs = {name: iv.job_bytes[i + 1] for i, name in enumerate(self.job_names)
                     if i + 1 < len(iv.job_bytes)}
             marks = {name: iv.job_marks[i + 1] for i, name in enumerate(self.job_names)
