@@ -66,10 +66,11 @@ def _complete(raw: dict, name: str) -> dict | None:
         return None
 
 
-def experiment_for(raw: dict, entry: dict, name: str) -> Experiment:
+def experiment_for(raw: dict, entry: dict, name: str, known: dict | None = None) -> Experiment:
     """The raw YAML with the entry's --set values and CC applied, validated and scaled; errors
-    name the --set path or the YAML path."""
-    variant = apply_variant(raw, entry["set"], known=_complete(raw, name) if entry["set"] else None)
+    name the --set path or the YAML path. `known`: the file's complete configuration (_complete),
+    so --set may name an option the file leaves at its default."""
+    variant = apply_variant(raw, entry["set"], known=known)
     if entry["cc"]:
         jobs = variant.get("jobs")
         if isinstance(jobs, list):
@@ -100,9 +101,10 @@ class Sweep:
         """Every run's experiment, validated (raises ConfigError before anything runs; a --set
         variant's error says which variant)."""
         out = []
+        known = _complete(self.raw, self.experiment) if any(e["set"] for e in self.runs) else None
         for entry in self.runs:
             try:
-                out.append(experiment_for(self.raw, entry, self.experiment))
+                out.append(experiment_for(self.raw, entry, self.experiment, known))
             except ConfigError as exc:
                 if not entry["set"] or exc.path == "--set":
                     raise

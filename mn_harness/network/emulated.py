@@ -108,11 +108,12 @@ class EmulatedNetwork:
         run_in(pid, ["ip", "link", "set", intf.name, "up"])
         mn_intf = node.intf(intf.name)  # tell Mininet too, so its CLI's `h1 ping h3` works
         mn_intf.ip, mn_intf.prefixLen = intf.ip, intf.prefix_len
+        timers = dilated_route_timers(self.experiment.run.emulation.time_scale)
         for argv in self.dataplane.host_routes(intf):
-            run_in(pid, argv + dilated_route_timers(self.experiment.run.emulation.time_scale))
+            run_in(pid, argv + timers)
         for dst_ip, mtu in self.plan.route_mtus(host).items():  # paths through a link of a smaller MTU
             run_in(pid, ["ip", "route", "replace", f"{dst_ip}/32", "via", intf.peer_ip, "dev", intf.name,
-                         "mtu", str(mtu), *dilated_route_timers(self.experiment.run.emulation.time_scale)])
+                         "mtu", str(mtu), *timers])
         if self.dataplane.host_neighbours_static():
             run_in(pid, ["ip", "neigh", "replace", intf.peer_ip, "lladdr", intf.peer_mac,
                          "dev", intf.name, "nud", "permanent"])

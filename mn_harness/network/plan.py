@@ -113,6 +113,12 @@ class NetworkPlan:
         self._plan_interfaces()
         self.host_ip = {h: self.interfaces[h][0].ip for h in experiment.hosts}
         self._candidates = self._plan_next_hops()
+        # each pair of neighbours' smallest link MTU, from the experiment's links: on one server of
+        # a run spread over several, `interfaces` holds that server's nodes only
+        self._link_mtu: dict[frozenset[str], int] = {}
+        for link in experiment.links:
+            key = frozenset((link.a, link.b))
+            self._link_mtu[key] = min(link.mtu, self._link_mtu.get(key, link.mtu))
         self.routes = self._plan_routes()
         self.flows = job_flows(experiment)
         self._choices = dict(choices or {})  # (switch, flow) -> next node, for ECMP
@@ -213,15 +219,11 @@ class NetworkPlan:
     def path_mtu(self, src: str, dst: str) -> int:
         """The smallest MTU of any link host src's packets to host dst may cross: every
         equal-cost path counts, whichever the data plane (ECMP) picks."""
-        between: dict[frozenset[str], int] = {}  # from the experiment's links: on one server of a run
-        for link in self.experiment.links:      # spread over several, `interfaces` holds its nodes only
-            key = frozenset((link.a, link.b))
-            between[key] = min(link.mtu, between.get(key, link.mtu))
         mtus, todo, seen = [], [src], {src}
         while todo:
             node = todo.pop()
             for peer in self._candidates.get((node, dst), ()):
-                mtus.append(between[frozenset((node, peer))])
+                mtus.append(self._link_mtu[frozenset((node, peer))])
                 if peer not in seen:
                     seen.add(peer)
                     todo.append(peer)
