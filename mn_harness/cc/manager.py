@@ -318,7 +318,7 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
     rows = []
     for elem in json.loads(proc.stdout or "[]"):
         saddr, daddr, sport, dport, iteration = _KEY.unpack(_bytes(elem["key"]))
-        nbytes, believed, learned, start_ns, end_ns, f_fp, final, slope_fp, _ = _ROW.unpack(
+        nbytes, believed, learned, start_ns, end_ns, f_fp, final, slope_fp, rto = _ROW.unpack(
             _bytes(elem["value"]))
         rows.append({
             "cc": inst.spec.canonical,
@@ -335,5 +335,6 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
             "f_last": f_fp / 1024,
             "slope": slope_fp / 1024,
             "final": bool(final),
+            "rto": bool(rto),
         })
     return rows

@@ -17,19 +17,24 @@ def row_rate(row: dict) -> int:
     return min((row["bytes"] << 10) // max(1, us), U32_MAX)
 
 
-def adapt_states(rates: list[int]) -> str:
-    """Per iteration rate: S while searching, b as the base CC; then the state after the last.
-    Searching: a rate over the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without
-    end the search. As the base CC the usual rate is the first iteration's, then moves a quarter
-    of the way to each rate not ADAPT_DROP under it; RELAPSE << relapses so far rates in a row
-    under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate."""
+def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
+    """Per iteration rate (and whether it had a retransmission timeout): S while searching, b as
+    the base CC; then the state after the last. Searching: a timeout ends the search; a rate over
+    the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without end the search. As the
+    base CC the usual rate is the first iteration's, then moves a quarter of the way to each rate
+    not ADAPT_DROP under it; RELAPSE << backoff rates in a row under it (at most
+    ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate. The backoff grows by
+    one with every relapse and every search a timeout ended."""
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
-    ref = count = relapses = 0
+    ref = count = backoff = 0
     base, out = False, ""
-    for rate in rates:
+    for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
         out += "b" if base else "S"
         if not base:
-            if rate * 1024 > ref * (1024 + gain):
+            if rto:
+                base, ref, count = True, 0, 0
+                backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
+            elif rate * 1024 > ref * (1024 + gain):
                 ref, count = rate, 0
             else:
                 count += 1
@@ -39,10 +44,9 @@ def adapt_states(rates: list[int]) -> str:
             ref = rate or 1
         elif rate * 1024 < ref * (1024 - drop):
             count += 1
-            if count >= min(RELAPSE << relapses, ADAPT_BACKOFF_MAX):
+            if count >= min(RELAPSE << backoff, ADAPT_BACKOFF_MAX):
                 base, count = False, 0
-                if RELAPSE << relapses < ADAPT_BACKOFF_MAX:
-                    relapses += 1
+                backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
         else:
             count, ref = 0, (ref * 3 + rate) // 4
     return out + ("b" if base else "S")

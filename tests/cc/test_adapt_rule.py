@@ -74,3 +74,36 @@ def test_the_usual_rate_is_the_base_ccs_own_not_the_searchs():
     rates = [2 * FAST] * (ADAPT_PATIENCE + 1) + [FAST] * 4
     assert adapt_states(rates) == "S" * (ADAPT_PATIENCE + 1) + "b" * 5
     assert adapt_states(rates + [SLOW, SLOW]).endswith("bbS")
+
+
+def run_t(kinds: str) -> str:
+    """F fast, S slow, T fast but with a retransmission timeout, t slow with one."""
+    return adapt_states([FAST if k in "FT" else SLOW for k in kinds], [k in "Tt" for k in kinds])
+
+
+def test_a_timeout_ends_the_search_at_once():
+    assert run_t("T" + "F" * 5) == "S" + "b" * 6
+    assert run_t("SSSSt" + "F" * 3) == "S" * 5 + "bbbb"
+    # however much the iteration gained: progress does not save the search
+    assert adapt_states([FAST, 2 * FAST, 4 * FAST], [False, False, True]) == "SSSb"
+
+
+def test_a_timeout_as_the_base_cc_changes_nothing():
+    assert run_t("F" * 12 + "TTTT") == run("F" * 16)
+
+
+def test_a_search_a_timeout_ended_doubles_the_next_relapses_count():
+    # the first search ends by a timeout: the first relapse needs 4 slow iterations, not 2
+    head = "FT" + "F" * 6
+    assert run_t(head + "SSS" + "F") == "SS" + "b" * 11
+    assert run_t(head + "SSSS" + "F") == "SS" + "b" * 10 + "SS"
+    # a relapse search a timeout ended counts twice (the relapse, the timeout): the next needs 16
+    kinds = head + "SSSS" + "FFt" + "F" * 6
+    assert run_t(kinds).endswith("bSSS" + "b" * 7)
+    assert run_t(kinds + "S" * 15).endswith("b")
+    assert run_t(kinds + "S" * 16).endswith("bS")
+
+
+def test_without_timeouts_the_rule_is_the_one_before():
+    kinds = "F" * 12 + "SS" + "F" * 10 + "SSSS" + "FF"
+    assert run_t(kinds) == run(kinds)

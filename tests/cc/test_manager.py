@@ -138,17 +138,25 @@ def merge(host, port, cc, iters, pause, short_at, size):
     print(json.dumps([{"size": size, "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
-def pattern(host, port, cc, pause, stall, size, kinds):
+def pattern(host, port, cc, pause, stall, size, kinds, router=""):
     # one iteration per letter of `kinds`, `pause` seconds apart: F sends its bytes at once, S
     # in two halves, the second `stall` seconds after the first was acknowledged (shorter than
-    # the idle gap: the same iteration, at a lower rate)
-    import fcntl, termios
+    # the idle gap: the same iteration, at a lower rate); T (not the first) at once, into a
+    # blackhole route in namespace `router` that goes away after 0.5 s: the kernel's minimum
+    # RTO is 200 ms, so the sender times out (once or twice) inside the iteration
+    import fcntl, subprocess, termios
     def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
         return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+    def blackhole(op):
+        subprocess.run(["ip", "netns", "exec", router, "ip", "route", op, "blackhole",
+                        host + "/32"], check=True)
     half = b"x" * (size // 2); s = connect(host, port, cc, 2 * len(half), half)
     for i, kind in enumerate(kinds):
         if i:
-            time.sleep(pause); s.sendall(half)
+            time.sleep(pause)
+            if kind == "T":
+                blackhole("add"); threading.Timer(0.5, blackhole, args=("del",)).start()
+            s.sendall(half)
         if kind == "S":
             while unacked(s): time.sleep(0.001)
             time.sleep(stall)
@@ -173,7 +181,7 @@ elif mode == "restart":
     restart(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
 elif mode == "pattern":
     pattern(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]), float(sys.argv[6]),
-            int(sys.argv[7]), sys.argv[8])
+            int(sys.argv[7]), sys.argv[8], *sys.argv[9:])
 elif mode == "merge":
     merge(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
           int(sys.argv[7]), int(sys.argv[8]))
@@ -540,24 +548,34 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     # the backoff: after one relapse the next search needs 4 slow iterations in a row: 2 start
     # none, 4 do
     ("F" * 12 + "SS" + "F" * 10 + "SS" + "FF" + "SSSS" + "FF", "S{9,10}b{4,5}S{8}b{10}S+"),
+    # a retransmission timeout (T) in a search ends it, and counts as a relapse for the backoff:
+    # afterwards 3 slow iterations in a row start no search, 4 do
+    ("FFFT" + "F" * 8 + "SSS" + "FF" + "SSSS" + "FF", "S{4}b{17}S+"),
+    # a timeout as the base CC (one slow iteration) starts nothing
+    ("F" * 12 + "T" + "F" * 4, "S{9,10}b+"),
 ])
 def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
     """The adaptive step (mltcp_common.h mltcp_adapt) on one connection whose iterations are
     fast (F: 2 MB at once, 200 Mbit/s) or slow (S: the second MB 60 ms after the first was
-    acknowledged, ~0.6 of F's rate). The kernel's state per row (telemetry `slope`: 32 while it
-    searches, 0 as its base CC) must be what the rule computes in Python from the rows' own
-    rates (adapt_rule.adapt_states), and have the shape each pattern is for; rows as the base CC
-    have F = 1, searching rows reach F > 20 (slope 32)."""
+    acknowledged, ~0.6 of F's rate) or time out (T: the path a blackhole for 0.5 s). The kernel's
+    state per row (telemetry `slope`: 32 while it searches, 0 as its base CC) must be what the
+    rule computes in Python from the rows' own rates and timeouts (adapt_rule.adapt_states), and
+    have the shape each pattern is for; rows as the base CC have F = 1, searching rows reach
+    F > 20 (slope 32)."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1)
     assert spec.resolved().adapt and spec.resolved().slope == 32
-    mine = one_connection_rows(manager, "pattern", 5207, 0.2, 0.06, 2_000_000, kinds, spec=spec)
+    mine = one_connection_rows(manager, "pattern", 5207, 0.2, 0.06, 2_000_000, kinds, NS_R, spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in mine)
     rates = [round(r["bytes"] / (r["end_s"] - r["start_s"]) / 1e6) for r in mine if r["end_s"]]
     complete = [r for r in mine if not r["final"]]
-    assert got == adapt_states([row_rate(r) for r in complete]), (got, rates)  # last row: at close
+    rtos = [r["rto"] for r in complete]
+    assert got == adapt_states([row_rate(r) for r in complete], rtos), (got, rates, rtos)  # last: at close
+    # the telemetry says which iterations timed out: every T's (others may, on a loss that
+    # fast retransmit did not repair)
+    assert all(rtos[i] for i, k in enumerate(kinds[:len(complete)]) if k == "T"), (rtos, kinds)
     assert re.fullmatch(shape, got), (got, rates)
     assert all(r["f_last"] == 1.0 for r in complete if got[r["iteration"] - 1] == "b"), \
         [r["f_last"] for r in complete]

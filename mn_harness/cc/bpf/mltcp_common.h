@@ -187,6 +187,7 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 #define MLTCP_F_BASE 0x2	/* adaptive: not searching: F = 1, no restart (the base CC) */
 #define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches started by a relapse so far; */
 #define MLTCP_F_BACKOFF 0x1c	/* the next needs MLTCP_ADAPT_RELAPSE << that many slow iterations */
+#define MLTCP_F_RTO 0x20	/* the current iteration had a retransmission timeout */
 
 /*
  * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
@@ -224,7 +225,7 @@ struct mltcp_row {
 	__u32 f_last_fp;	/* F (x1024) at the last ACK of the iteration */
 	__u32 final;		/* 1: written when the socket closed (iteration may be partial) */
 	__u32 slope_fp;		/* the slope (x1024) in effect during the iteration (0: base CC) */
-	__u32 pad;
+	__u32 rto;		/* 1: the iteration had a retransmission timeout (TCP_CA_Loss) */
 };
 
 struct {
@@ -326,6 +327,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.f_last_fp = f_fp;
 	row.final = final;
 	row.slope_fp = (__u32)mltcp_slope_fp(st);
+	row.rto = (st->flags & MLTCP_F_RTO) ? 1 : 0;
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
@@ -367,6 +369,12 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * for good, the base CC's own swings trip the relapse rule every few iterations and each search
  * only costs the tail; phases that really collide again stay slow, so the search still comes,
  * later. Progress in a search does not reset it: there, too, it is the rivals' loss.
+ * A timeout ends a search: an iteration that had a retransmission timeout while searching ends
+ * the search at once, and the next relapse needs twice as many slow iterations (as after a
+ * relapse). Where no schedule exists the searches' slope-32 phases, each restarting from the
+ * initial window, time out several times as often as the base CC's, and a phase waiting for a
+ * timeout is what made the jobs' slowest iterations; where a schedule exists, the search moves
+ * phases apart without timing out.
  */
 static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 {
@@ -375,18 +383,33 @@ static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 	return n < MLTCP_ADAPT_BACKOFF_MAX ? n : MLTCP_ADAPT_BACKOFF_MAX;
 }
 
-static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns)
+/* One more search that did not pay: the next relapse needs twice the slow iterations. */
+static __always_inline void mltcp_back_off(struct mltcp_state *st)
+{
+	__u8 backoff = (st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT;
+
+	if ((MLTCP_ADAPT_RELAPSE << backoff) < MLTCP_ADAPT_BACKOFF_MAX)
+		backoff++;
+	st->flags = (st->flags & ~MLTCP_F_BACKOFF) | (__u8)(backoff << MLTCP_F_BACKOFF_SHIFT);
+}
+
+/* rto: the iteration had a retransmission timeout. */
+static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns, bool rto)
 {
 #if MLTCP_ADAPT
 	__u64 us = dur_ns / 1000;
 	__u64 rate, ref = st->rate_ref;
-	__u8 backoff;
 
 	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
 	if (rate > 0xffffffffULL)
 		rate = 0xffffffffULL;
 	if (!(st->flags & MLTCP_F_BASE)) {
-		if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
+		if (rto) {
+			st->flags |= MLTCP_F_BASE;
+			st->rate_ref = 0;
+			st->count = 0;
+			mltcp_back_off(st);
+		} else if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
 			st->rate_ref = (__u32)rate;
 			st->count = 0;
 		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
@@ -402,12 +425,9 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 	}
 	if (rate * MLTCP_FP_ONE < ref * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
 		if (++st->count >= mltcp_relapse_after(st)) {
-			backoff = (st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT;
-			if ((MLTCP_ADAPT_RELAPSE << backoff) < MLTCP_ADAPT_BACKOFF_MAX)
-				backoff++;
-			st->flags = (st->flags & ~(MLTCP_F_BASE | MLTCP_F_BACKOFF)) |
-				    (__u8)(backoff << MLTCP_F_BACKOFF_SHIFT);
+			st->flags &= ~MLTCP_F_BASE;
 			st->count = 0;
+			mltcp_back_off(st);
 		}
 		return;
 	}
@@ -464,7 +484,8 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 		st->learned = (__u32)min(((__u64)st->learned + bytes) / 2, 0xffffffffULL);
 	st->flags = big ? st->flags | MLTCP_F_LAST_BIG : st->flags & ~MLTCP_F_LAST_BIG;
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
-	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns);
+	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO);
+	st->flags &= ~MLTCP_F_RTO;
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
@@ -472,6 +493,17 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	if (!(st->flags & MLTCP_F_BASE))
 		mltcp_restart_window(tcp_sk(sk));
 #endif
+}
+
+/*
+ * Called from each variant's set_state: TCP_CA_Loss is a retransmission timeout
+ * (tcp_enter_loss; set_state sees it also where CA_EVENT_LOSS is not sent, a timeout during
+ * fast recovery).
+ */
+static __always_inline void mltcp_set_state(struct sock *sk, __u8 new_state)
+{
+	if (new_state == TCP_CA_Loss)
+		mltcp_st(sk)->flags |= MLTCP_F_RTO;
 }
 
 /* Called from each variant's pkts_acked: remembers when data was last acknowledged. */

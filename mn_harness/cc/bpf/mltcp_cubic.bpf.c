@@ -276,6 +276,7 @@ static __always_inline void mlcubic_guard(struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(mlcubic_set_state, struct sock *sk, __u8 new_state)
 {
+	mltcp_set_state(sk, new_state);
 	if (new_state == TCP_CA_Loss) {
 		cubic_reset(inet_csk_ca(sk));
 		cubic_hystart_reset(sk);

@@ -123,6 +123,7 @@ void BPF_PROG(mldctcp_set_state, struct sock *sk, __u8 new_state)
 {
 	struct mltcp_dctcp *ca = inet_csk_ca(sk);
 
+	mltcp_set_state(sk, new_state);
 	if (ca->reno_fallback)
 		return;
 	if (new_state == TCP_CA_Recovery &&

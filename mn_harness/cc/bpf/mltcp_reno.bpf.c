@@ -63,6 +63,12 @@ void BPF_PROG(mlreno_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 }
 
 SEC("struct_ops")
+void BPF_PROG(mlreno_set_state, struct sock *sk, __u8 new_state)
+{
+	mltcp_set_state(sk, new_state);
+}
+
+SEC("struct_ops")
 void BPF_PROG(mlreno_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	mlreno_guard(sk);
@@ -82,6 +88,7 @@ struct tcp_congestion_ops MLTCP_NAME = {
 	.cong_avoid	= (void *)mlreno_cong_avoid,
 	.undo_cwnd	= (void *)mlreno_undo_cwnd,
 	.cwnd_event	= (void *)mlreno_cwnd_event,
+	.set_state	= (void *)mlreno_set_state,
 	.pkts_acked	= (void *)mlreno_pkts_acked,
 	.release	= (void *)mlreno_release,
 	.name		= MLTCP_STR(MLTCP_NAME),
