@@ -81,27 +81,34 @@ def run_t(kinds: str) -> str:
     return adapt_states([FAST if k in "FT" else SLOW for k in kinds], [k in "Tt" for k in kinds])
 
 
-def test_a_timeout_ends_the_search_at_once():
-    assert run_t("T" + "F" * 5) == "S" + "b" * 6
-    assert run_t("SSSSt" + "F" * 3) == "S" * 5 + "bbbb"
+RELAPSE_SEARCH = "F" * 12 + "SS"  # the first search, 3 iterations as the base CC, a relapse
+IN_RELAPSE = "S" * 9 + "b" * 5  # the states of RELAPSE_SEARCH's iterations
+
+
+def test_a_timeout_ends_a_relapse_search_at_once():
+    assert run_t(RELAPSE_SEARCH + "T" + "F" * 5) == IN_RELAPSE + "S" + "b" * 6
+    assert run_t(RELAPSE_SEARCH + "FFt" + "F" * 3) == IN_RELAPSE + "SSS" + "bbbb"
     # however much the iteration gained: progress does not save the search
-    assert adapt_states([FAST, 2 * FAST, 4 * FAST], [False, False, True]) == "SSSb"
+    rates = [FAST] * 12 + [SLOW] * 2 + [2 * FAST, 4 * FAST]
+    assert adapt_states(rates, [False] * 15 + [True]).endswith("bSSb")
+
+
+def test_a_timeout_in_the_first_search_changes_nothing():
+    # all jobs starting at once time out whatever their CC: the first search goes on
+    assert run_t("FFFT" + "F" * 10) == run("FFFS" + "F" * 10) == "S" * 9 + "b" * 6
+    assert run_t("T" * 12) == run("F" * 12)
 
 
 def test_a_timeout_as_the_base_cc_changes_nothing():
     assert run_t("F" * 12 + "TTTT") == run("F" * 16)
 
 
-def test_a_search_a_timeout_ended_doubles_the_next_relapses_count():
-    # the first search ends by a timeout: the first relapse needs 4 slow iterations, not 2
-    head = "FT" + "F" * 6
-    assert run_t(head + "SSS" + "F") == "SS" + "b" * 11
-    assert run_t(head + "SSSS" + "F") == "SS" + "b" * 10 + "SS"
-    # a relapse search a timeout ended counts twice (the relapse, the timeout): the next needs 16
-    kinds = head + "SSSS" + "FFt" + "F" * 6
-    assert run_t(kinds).endswith("bSSS" + "b" * 7)
-    assert run_t(kinds + "S" * 15).endswith("b")
-    assert run_t(kinds + "S" * 16).endswith("bS")
+def test_a_relapse_search_a_timeout_ended_doubles_the_next_relapses_count_once_more():
+    # the relapse doubled it (4), the timeout doubles it again: the next needs 8
+    kinds = RELAPSE_SEARCH + "FFt" + "F" * 6
+    assert run_t(kinds) == IN_RELAPSE + "SSS" + "b" * 7
+    assert run_t(kinds + "S" * 7).endswith("b")
+    assert run_t(kinds + "S" * 8).endswith("bS")
 
 
 def test_without_timeouts_the_rule_is_the_one_before():

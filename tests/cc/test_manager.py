@@ -548,9 +548,11 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     # the backoff: after one relapse the next search needs 4 slow iterations in a row: 2 start
     # none, 4 do
     ("F" * 12 + "SS" + "F" * 10 + "SS" + "FF" + "SSSS" + "FF", "S{9,10}b{4,5}S{8}b{10}S+"),
-    # a retransmission timeout (T) in a search ends it, and counts as a relapse for the backoff:
-    # afterwards 3 slow iterations in a row start no search, 4 do
-    ("FFFT" + "F" * 8 + "SSS" + "FF" + "SSSS" + "FF", "S{4}b{17}S+"),
+    # a retransmission timeout (T) in a search a relapse started ends it, and doubles the next
+    # relapse's count once more (8): 4 slow iterations in a row start no search
+    ("F" * 12 + "SS" + "FFT" + "F" * 4 + "SSSS" + "F", "S{9,10}b{4,5}SSSb+"),
+    # a timeout in the first search changes nothing
+    ("FFFT" + "F" * 10, "S{9,10}b+"),
     # a timeout as the base CC (one slow iteration) starts nothing
     ("F" * 12 + "T" + "F" * 4, "S{9,10}b+"),
 ])

@@ -369,12 +369,14 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * for good, the base CC's own swings trip the relapse rule every few iterations and each search
  * only costs the tail; phases that really collide again stay slow, so the search still comes,
  * later. Progress in a search does not reset it: there, too, it is the rivals' loss.
- * A timeout ends a search: an iteration that had a retransmission timeout while searching ends
- * the search at once, and the next relapse needs twice as many slow iterations (as after a
- * relapse). Where no schedule exists the searches' slope-32 phases, each restarting from the
- * initial window, time out several times as often as the base CC's, and a phase waiting for a
- * timeout is what made the jobs' slowest iterations; where a schedule exists, the search moves
- * phases apart without timing out.
+ * A timeout ends a relapse's search: an iteration that had a retransmission timeout in a search
+ * a relapse started ends it at once, and the next relapse needs twice as many slow iterations
+ * again. Where no schedule exists the searches' slope-32 phases, each restarting from the initial
+ * window, time out several times as often as the base CC's, and a phase waiting for a timeout is
+ * what made the jobs' slowest iterations. The first search is exempt: jobs started together time
+ * out in their first iterations also where a schedule exists (3jobs-slack-sync, the demo), and
+ * ending the search there kept them from parting. Before any relapse the backoff is 0, so that
+ * is what tells the first search from a relapse's.
  */
 static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 {
@@ -404,7 +406,7 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 	if (rate > 0xffffffffULL)
 		rate = 0xffffffffULL;
 	if (!(st->flags & MLTCP_F_BASE)) {
-		if (rto) {
+		if (rto && (st->flags & MLTCP_F_BACKOFF)) {
 			st->flags |= MLTCP_F_BASE;
 			st->rate_ref = 0;
 			st->count = 0;
