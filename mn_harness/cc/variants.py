@@ -47,12 +47,13 @@ DEFAULT_ADAPT = True
 # it). The search ends after 8 iterations without progress: separating four DCTCP jobs started
 # together took up to 6 between two steps of progress. A new search starts after 2 iterations
 # in a row 1/4 under the usual rate (the base CC's own; relapses drop further; fair sharing
-# varies less), with the usual rate as the best so far. A retransmission timeout in a searching
-# iteration ends the search. Each relapse, and each search a timeout ended, doubles the number of
-# such iterations the next one needs, up to ADAPT_BACKOFF_MAX. Where no schedule exists (`overload`:
-# four reno jobs needing 1.6x the link) reno's swings tripped the relapse rule every 2-5
-# iterations and the sockets searched 70-76% of the time, the searches setting every job's p99
-# (docs/notebook/2026-12-05-no-schedule-tails-and-the-suite.md).
+# varies less), with the usual rate as the best so far. A retransmission timeout in an iteration
+# of a relapse's search ends that search (not the first search: jobs started together time out
+# in their first iterations wherever they run). Each relapse, and each search a timeout ended,
+# doubles the number of such iterations the next one needs, up to ADAPT_BACKOFF_MAX. Where no
+# schedule exists (`overload`: four reno jobs needing 1.6x the link) reno's swings tripped the
+# relapse rule every 2-5 iterations and the sockets searched 70-76% of the time, the searches
+# setting every job's p99 (docs/notebook/2026-12-05-no-schedule-tails-and-the-suite.md).
 ADAPT_GAIN = 0.125
 ADAPT_PATIENCE = 8
 ADAPT_DROP = 0.25
