@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mn_harness.dataplane.queue_csv import QueueCollector
+
 PERIOD_NS = 1_000_000  # one sample per millisecond of each core's time
 
 # (component, frame-name pattern), tried in this order on each frame from the leaf up; the first
@@ -99,8 +101,10 @@ KERNEL_DSOS = ("[kernel.kallsyms]", "[bpf_prog]", "[bpf_trampoline]")
 # the workers' thread names (mn_harness/worker/threads.py) -> their role
 WORKER_THREADS = {"mnh-send": "worker send threads", "mnh-recv": "worker receive threads",
                   "mnh-bins": "worker throughput samplers", "mnh-stream": "worker communication streams"}
-# the harness's threads (their Python names) -> their role
-HARNESS_THREADS = {"queue-telemetry": "harness: queue sampler", "cpu-load": "harness: CPU sampler",
+# the harness's threads (their Python names) -> their role; a queue sampler is known by its
+# type (QueueCollector), whatever its data plane names it
+QUEUE_SAMPLER = "harness: queue sampler"
+HARNESS_THREADS = {"cpu-load": "harness: CPU sampler",
                    "MainThread": "harness: main thread (progress, link monitor reads)"}
 
 
@@ -137,7 +141,7 @@ class Roles:
     def note_harness_threads(self) -> None:
         for t in threading.enumerate():
             if t.native_id is not None:
-                self.harness_threads[t.native_id] = t.name
+                self.harness_threads[t.native_id] = QUEUE_SAMPLER if isinstance(t, QueueCollector) else t.name
 
     def note_descendants(self) -> None:
         """Every process whose parent chain reaches the harness (node shells, their children)."""
@@ -168,6 +172,8 @@ class Roles:
             return WORKER_THREADS.get(s.comm, "worker main threads")
         if s.pid == self.harness_pid:
             name = self.harness_threads.get(s.tid, "")
+            if name == QUEUE_SAMPLER:
+                return name
             return HARNESS_THREADS.get(name, "harness: other threads" if name else "harness: unnamed threads")
         if s.pid in self.helpers:
             return "harness: node shells and tools"

@@ -13,6 +13,13 @@ LinuxBridge, neither on the packets' path:
   br_netfilter built in, whose default sends bridged packets through netfilter; Mininet's
   LinuxBridge warns when they are 1, and its users' bridges run with them off).
 
+One thing differs from a hardware switch, as in plain Mininet: a bridge forwards a packet
+without IP's receive path, which is where the kernel frees a packet from the socket that sent it
+(a veth does not), so the packet counts against its sender's socket until the receiving host,
+the switches' queues included, and TCP's small-queue limit throttles each sender by its packets
+waiting in them. Routers free it at the first switch, as a NIC's transmit completion does; that
+is why the routers are the default (docs/fidelity.md#routers-against-bridges-the-senders-socket-memory).
+
 Hosts keep the plan's addresses; every other host is on-link (10.0.0.0/8 on their one
 interface), found by ARP across the bridges; no gateway, so nothing is routed anywhere."""
 

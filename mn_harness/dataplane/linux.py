@@ -1,7 +1,10 @@
 """The embedded default data plane: each switch is a Linux router in its own namespace.
 
 Routers rather than bridges, because routing works on any connected topology, loops included
-(leaf-spine), with static shortest-path routes from the plan; a bridge would need STP. Each
+(leaf-spine), with static shortest-path routes from the plan; a bridge would need STP. And a
+router's receive path frees each packet from the socket that sent it, as a NIC's transmit
+completion does, where behind a bridge it stays charged to its sender through the switches'
+queues (dataplane/bridge.py). Each
 egress port is shaped with HTB + a byte FIFO (see shaping.py), so the bottleneck queue is a
 real kernel queue that fills and drops.
 

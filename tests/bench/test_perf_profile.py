@@ -88,3 +88,23 @@ def test_a_profile_counts_only_its_window_and_converts_samples_to_cores():
     assert prof.components["idle"] == 1 and prof.busy == 3
     assert prof.softirq["veth (namespace crossing)"] == 1
     assert abs(prof.cores_of(4) - 4 * 1e-3 / 0.0004) < 1e-9
+
+
+def test_a_data_planes_queue_sampler_is_known_by_its_type_whatever_its_thread_name(tmp_path):
+    pp = bench_module("perf_profile")
+    from mn_harness.dataplane.queue_csv import QueueCollector
+
+    # started for real, as the data planes start theirs under their own names
+    collector = QueueCollector(tmp_path / "queue.csv", ["job1"], lambda: [], t0=0.0, sample_hz=10.0,
+                               name="linux-queue-telemetry")
+    collector.start()
+    try:
+        roles = pp.Roles(harness_pid=999)
+        roles.note_harness_threads()
+    finally:
+        collector.stop()
+    sample = samples(pp)[-1]  # user space in pid 999
+    sample.tid = collector.native_id
+    assert pp.classify(sample, roles)[1] == "harness: queue sampler"
+    sample.tid = 12345678  # a thread the harness does not have
+    assert pp.classify(sample, roles)[1] == "harness: unnamed threads"
