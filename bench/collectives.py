@@ -38,7 +38,7 @@ from mn_harness.network.plan import NetworkPlan
 from mn_harness.results.loaders import load_run
 from mn_harness.results.stats import mean_ci95
 from mn_harness.runner import run_experiment
-from mn_harness.worker.transport import Tunables
+from mn_harness.worker.tunables import Tunables
 
 TARGET = ("ring_allreduce", "tree_allreduce", "reduce_scatter", "all_gather")
 

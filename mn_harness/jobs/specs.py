@@ -25,7 +25,7 @@ from mn_harness.network.flows import listen_port, source_port
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.worker.spec import WorkerSpec
 
-# JSON object of mn_harness.worker.transport.Tunables overrides for every worker of a run, for
+# JSON object of mn_harness.worker.tunables.Tunables overrides for every worker of a run, for
 # benchmarks that tune the transport (recorded in each raw/*.spec.json); unset: the defaults.
 TRANSPORT_ENV = "MN_HARNESS_TRANSPORT"
 

@@ -29,7 +29,8 @@ from mn_harness.worker.collective import CommStream
 from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import IterationRunner, my_peers
 from mn_harness.worker.spec import WorkerSpec
-from mn_harness.worker.transport import Transport, TransportError, Tunables
+from mn_harness.worker.transport import Transport, TransportError
+from mn_harness.worker.tunables import Tunables
 
 
 def wait_for_go() -> float:

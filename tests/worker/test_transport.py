@@ -20,7 +20,8 @@ from mn_harness.worker import tcpinfo
 from mn_harness.worker.collective import CommStream, post, runner, segments
 from mn_harness.worker.pipeline import run_pass
 from mn_harness.worker.program_ops import PipelineOp
-from mn_harness.worker.transport import Transport, TransportError, Tunables
+from mn_harness.worker.transport import Transport, TransportError
+from mn_harness.worker.tunables import Tunables
 
 CC = "reno"  # allowed for unprivileged sockets on every kernel
 
