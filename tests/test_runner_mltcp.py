@@ -95,8 +95,16 @@ def test_mltcp_run_records_telemetry_and_leaves_nothing(tmp_path, state_dir):
         assert iterations[job] - 1 <= len(full) <= iterations[job], (job, src, its)
         learned = [int(r["learned_bytes_per_iteration"]) for r in full[1:]]
         close = [abs(x / expected - 1) <= 0.05 for x in learned]
-        if len(full) == iterations[job] - 1:  # no split: every learned value is right
-            assert all(close), (job, src, expected, learned)
+        if len(full) == iterations[job] - 1:  # no split: every learned value is right, but
+            # a loss at an iteration's tail can acknowledge its last bytes after the next
+            # iteration began: the boundary moves, the two iterations' bytes still add up to
+            # two iterations' worth, and the 1:1 running average is off for those two. Allow
+            # one such moved boundary per socket; a byte counted wrong fails either way.
+            counted = [int(r["bytes"]) for r in full]
+            moved = [i for i in range(1, len(full) - 1) if abs(counted[i] / expected - 1) > 0.05
+                     and abs((counted[i] + counted[i + 1]) / (2 * expected) - 1) <= 0.05]
+            skewed = {moved[0] - 1, moved[0]} if moved else set()  # learned[j] is full[j + 1]'s
+            assert all(c for j, c in enumerate(close) if j not in skewed), (job, src, expected, learned, counted)
         else:  # a split skews the 1:1 running average for a few iterations
             assert sum(close) >= len(close) // 2, (job, src, expected, learned)
     assert per_job == {"job1": 2, "job2": 2}, per_job  # one sending socket per worker
