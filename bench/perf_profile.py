@@ -104,7 +104,7 @@ WORKER_THREADS = {"mnh-send": "worker send threads", "mnh-recv": "worker receive
 # the harness's threads (their Python names) -> their role; a queue sampler is known by its
 # type (QueueCollector), whatever its data plane names it
 QUEUE_SAMPLER = "harness: queue sampler"
-HARNESS_THREADS = {"cpu-load": "harness: CPU sampler",
+HARNESS_THREADS = {"cpu-load": "harness: CPU sampler", QUEUE_SAMPLER: QUEUE_SAMPLER,
                    "MainThread": "harness: main thread (progress, link monitor reads)"}
 
 
@@ -172,8 +172,6 @@ class Roles:
             return WORKER_THREADS.get(s.comm, "worker main threads")
         if s.pid == self.harness_pid:
             name = self.harness_threads.get(s.tid, "")
-            if name == QUEUE_SAMPLER:
-                return name
             return HARNESS_THREADS.get(name, "harness: other threads" if name else "harness: unnamed threads")
         if s.pid in self.helpers:
             return "harness: node shells and tools"
