@@ -28,7 +28,6 @@ from mn_harness.cc.spec import CCSpec
 from mn_harness.cc.variants import (
     ADAPT_BACKOFF_MAX,
     ADAPT_DROP,
-    ADAPT_FIRST_MAX,
     ADAPT_GAIN,
     ADAPT_PATIENCE,
     BPF_VARIANTS,
@@ -111,7 +110,6 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_ADAPT_PATIENCE={ADAPT_PATIENCE}",
             f"-DMLTCP_ADAPT_DROP_FP={round(ADAPT_DROP * FP_ONE)}",
             f"-DMLTCP_ADAPT_BACKOFF_MAX={ADAPT_BACKOFF_MAX}",
-            f"-DMLTCP_ADAPT_FIRST_MAX={ADAPT_FIRST_MAX}",
             f"-DMLTCP_MIN_ITER_FRAC_FP={round(MIN_ITERATION_FRACTION * FP_ONE)}",
         ]
         with _as_cc_errors():

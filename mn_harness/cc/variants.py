@@ -58,11 +58,6 @@ ADAPT_GAIN = 0.125
 ADAPT_PATIENCE = 8
 ADAPT_DROP = 0.25
 ADAPT_BACKOFF_MAX = 64
-# The first search ends at its ADAPT_FIRST_MAX-th iteration at the latest, progress or not: where
-# a schedule exists the jobs stood apart by the 6th-7th (median; 3jobs-slack-sync, the demo), and
-# where none does the sockets that take the link from the others progress for 10-24 iterations,
-# their rivals timing out meanwhile (docs/notebook/2026-12-05-gentle-first-search.md).
-ADAPT_FIRST_MAX = 12
 DEFAULT_IDLE_GAP_S = 0.050   # a spec no job has filled in (the demo's measured value)
 MIN_IDLE_GAP_S = 0.001       # below ~1 ms the pauses between ring steps would split iterations
 MAX_DERIVED_IDLE_GAP_S = 1.0  # a derived gap needs no more: pauses within an iteration are shorter

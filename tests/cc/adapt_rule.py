@@ -4,13 +4,7 @@ check it does what docs/cc.md#the-adaptive-step says. A copy held in step with t
 
 from __future__ import annotations
 
-from mn_harness.cc.variants import (
-    ADAPT_BACKOFF_MAX,
-    ADAPT_DROP,
-    ADAPT_FIRST_MAX,
-    ADAPT_GAIN,
-    ADAPT_PATIENCE,
-)
+from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE
 
 RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row that start a search
 U32_MAX = 2**32 - 1
@@ -27,8 +21,7 @@ def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
     """Per iteration rate (and whether it had a retransmission timeout): S while searching, b as
     the base CC; then the state after the last. Searching: a timeout ends a search a relapse
     started, a rate ADAPT_DROP under the first iteration's ends the first search; a rate over
-    the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without end the search, and
-    the first search ends at its ADAPT_FIRST_MAX-th iteration at the latest. As
+    the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without end the search. As
     the base CC the usual rate is the first iteration's, then moves a quarter of the way to each
     rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row under it (at most
     ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate. The backoff grows by
@@ -37,7 +30,7 @@ def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
     ref = count = backoff = 0
     base, out = False, ""
-    for i, (rate, rto) in enumerate(zip(rates, rtos or [False] * len(rates), strict=True)):
+    for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
         out += "b" if base else "S"
         if not base:
             if (rto and backoff) or (not backoff and rate * 1024 < rates[0] * (1024 - drop)):
@@ -49,8 +42,6 @@ def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
                 count += 1
                 if count >= ADAPT_PATIENCE:
                     base, ref, count = True, 0, 0
-            if not base and not backoff and i + 1 >= ADAPT_FIRST_MAX:
-                base, ref, count = True, 0, 0
         elif not ref:
             ref = rate or 1
         elif rate * 1024 < ref * (1024 - drop):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_FIRST_MAX, ADAPT_PATIENCE
+from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_PATIENCE
 from tests.cc.adapt_rule import RELAPSE, adapt_states, row_rate
 
 FAST, SLOW = 25_000, 15_000  # x1024 bytes per us: 200 Mbit/s, and 0.6 of it (a collision)
@@ -115,31 +115,13 @@ def test_an_iteration_a_quarter_under_the_first_ends_the_first_search():
 def test_a_slow_first_iteration_is_a_low_floor():
     # every job's first phase overlaps with all the others': the search's own are faster
     assert run("S" + "F" * 12) == "S" * 10 + "b" * 4
-    assert run("SSSSSSFFFF") == "S" * 11  # progress at the 7th: searching on
+    assert run("SSSSSSFFFFFFFFFFFF") == "S" * 15 + "b" * 4
 
 
 def test_the_floor_ended_first_search_counts_for_the_backoff():
     kinds = "FFFS" + "F" * 10  # ended by the floor: the first relapse needs 4, not 2
     assert run(kinds + "SSS" + "F").endswith("b" * 5)
     assert run(kinds + "SSSS").endswith("bS")
-
-
-def growing(n: int, start: int = FAST) -> list[int]:
-    """n rates, each 1/4 over the one before: progress every iteration."""
-    return [start * 5**i // 4**i for i in range(n)]
-
-
-def test_the_first_search_ends_at_its_cap_progress_or_not():
-    assert ADAPT_FIRST_MAX > ADAPT_PATIENCE + 1  # a steady socket's search is not cut short
-    assert adapt_states(growing(20)) == "S" * ADAPT_FIRST_MAX + "b" * (21 - ADAPT_FIRST_MAX)
-    # progress late in it: the patience would end it later than the cap
-    assert run("SSSSSSFFFFFFFFFFFF") == "S" * ADAPT_FIRST_MAX + "b" * (19 - ADAPT_FIRST_MAX)
-
-
-def test_the_cap_holds_only_in_the_first_search():
-    # a relapse's search goes on while it progresses
-    rates = [FAST] * 12 + [SLOW] * 2 + growing(16, 2 * FAST)
-    assert adapt_states(rates) == IN_RELAPSE + "S" * 16 + "S"
 
 
 def test_the_floor_holds_only_in_the_first_search():

@@ -542,10 +542,9 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     # slow one, 1/4 under the first iteration's rate, ends the first search, and single slow
     # iterations start no new one
     ("FSFSFSFSFSFSFS", "SSb+"),
-    # slow, then fast (pushed, then apart): progress at the 7th; the slow ones are not under
-    # the first one's rate (a slow first iteration is a low floor); the patience would end the
-    # search at the 15th, its cap ends it at the 12th (ADAPT_FIRST_MAX)
-    ("SSSSSSFFFFFFFFFFFF", "S{12}b+"),
+    # slow, then fast (pushed, then apart): progress at the 7th, 8 more iterations searching;
+    # the slow ones are not under the first one's rate (a slow first iteration is a low floor)
+    ("SSSSSSFFFFFFFFFFFF", "S{15,16}b+"),
     # apart, then colliding twice in a row (a relapse, a new rival): a new search
     ("FFFFFFFFFFFFSSFFFF", "S{9,10}b{4,5}S+"),
     # the backoff: after one relapse the next search needs 4 slow iterations in a row: 2 start

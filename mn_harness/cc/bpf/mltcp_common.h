@@ -67,9 +67,6 @@
 #ifndef MLTCP_ADAPT_BACKOFF_MAX /* the most collided iterations in a row a new search can need */
 #define MLTCP_ADAPT_BACKOFF_MAX 64
 #endif
-#ifndef MLTCP_ADAPT_FIRST_MAX	/* the first search ends at this iteration at the latest */
-#define MLTCP_ADAPT_FIRST_MAX 12
-#endif
 
 #define MLTCP_STR2(x) #x
 #define MLTCP_STR(x) MLTCP_STR2(x)
@@ -391,10 +388,7 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * exists the search only moves phases apart, and the link serves the overlapping bytes as fast
  * as before, so no iteration is much slower than that; where none exists the steep phases hand
  * the link round and the losers wait for timeouts. An iteration MLTCP_ADAPT_DROP_FP under the
- * first one's rate ends the first search and counts for the backoff as a relapse does. And the
- * first search ends at its MLTCP_ADAPT_FIRST_MAX-th iteration at the latest, progress or not:
- * where the link is contended for good the sockets that take it from the others progress for
- * tens of iterations, their rivals timing out meanwhile.
+ * first one's rate ends the first search and counts for the backoff as a relapse does.
  */
 static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 {
@@ -464,10 +458,7 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 			st->count = 0;
 		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
 			mltcp_end_search(st);
-			return;
 		}
-		if (!(st->flags & MLTCP_F_BACKOFF) && st->iter >= MLTCP_ADAPT_FIRST_MAX)
-			mltcp_end_search(st);
 		return;
 	}
 	if (!ref) {
