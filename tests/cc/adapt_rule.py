@@ -20,20 +20,19 @@ def row_rate(row: dict) -> int:
 def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
     """Per iteration rate (and whether it had a retransmission timeout): S while searching, b as
     the base CC; then the state after the last. Searching: a timeout ends a search a relapse
-    started, a rate ADAPT_DROP under the first iteration's ends the first search; a rate over
-    the best by ADAPT_GAIN is progress, ADAPT_PATIENCE iterations without end the search. As
-    the base CC the usual rate is the first iteration's, then moves a quarter of the way to each
-    rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row under it (at most
-    ADAPT_BACKOFF_MAX) start a search whose best so far is the usual rate. The backoff grows by
-    one with every relapse and every search a timeout or the first iteration's rate ended (so it
-    is 0 in the first search)."""
+    started (not the first); a rate over the best by ADAPT_GAIN is progress, ADAPT_PATIENCE
+    iterations without end the search. As the base CC the usual rate is the first iteration's,
+    then moves a quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff
+    rates in a row under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the
+    usual rate. The backoff grows by one with every relapse and every search a timeout ended (so
+    it is 0 in the first search)."""
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
     ref = count = backoff = 0
     base, out = False, ""
     for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
         out += "b" if base else "S"
         if not base:
-            if (rto and backoff) or (not backoff and rate * 1024 < rates[0] * (1024 - drop)):
+            if rto and backoff:
                 base, ref, count = True, 0, 0
                 backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
             elif rate * 1024 > ref * (1024 + gain):

@@ -308,23 +308,17 @@ static __always_inline __u32 mltcp_scale_cnt(__u32 w, __u32 f)
 	return (__u32)s;
 }
 
-static __always_inline void mltcp_row_key(const struct sock *sk, const struct mltcp_state *st,
-					  __u32 iter, struct mltcp_key *key)
-{
-	key->saddr = sk->__sk_common.skc_rcv_saddr;
-	key->daddr = sk->__sk_common.skc_daddr;
-	key->sport = (__u16)st->sport;
-	key->dport = bpf_ntohs(sk->__sk_common.skc_dport);
-	key->iter = iter;
-}
-
 static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state *st,
 					    __u64 bytes, __u64 believed, __u32 f_fp, __u32 final)
 {
 	struct mltcp_key key = {};
 	struct mltcp_row row = {};
 
-	mltcp_row_key(sk, st, st->iter, &key);
+	key.saddr = sk->__sk_common.skc_rcv_saddr;
+	key.daddr = sk->__sk_common.skc_daddr;
+	key.sport = (__u16)st->sport;
+	key.dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	key.iter = st->iter;
 	row.bytes = bytes;
 	row.believed = believed;
 	row.learned = st->learned;
@@ -383,12 +377,6 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
  * out in their first iterations also where a schedule exists (3jobs-slack-sync, the demo), and
  * ending the search there kept them from parting. Before any relapse the backoff is 0, so that
  * is what tells the first search from a relapse's.
- * The first search has a floor instead: the socket's first iteration, F = 1 from the initial
- * window with every job that started with it (the most its phase can overlap). Where a schedule
- * exists the search only moves phases apart, and the link serves the overlapping bytes as fast
- * as before, so no iteration is much slower than that; where none exists the steep phases hand
- * the link round and the losers wait for timeouts. An iteration MLTCP_ADAPT_DROP_FP under the
- * first one's rate ends the first search and counts for the backoff as a relapse does.
  */
 static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
 {
@@ -415,42 +403,18 @@ static __always_inline void mltcp_end_search(struct mltcp_state *st)
 	st->count = 0;
 }
 
-/* An iteration's rate: bytes x1024 per microsecond from its first send to its last ACK. */
-static __always_inline __u64 mltcp_rate(__u64 bytes, __u64 dur_ns)
-{
-	__u64 us = dur_ns / 1000;
-	__u64 rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
-
-	return rate < 0xffffffffULL ? rate : 0xffffffffULL;
-}
-
-/*
- * The first search's floor: the rate of the socket's first iteration, from its telemetry row
- * (the kernel's own record of it; the state has no room left). 0, no floor: not in the first
- * search, or the row is gone (the LRU map evicted it).
- */
-static __always_inline __u64 mltcp_first_rate(const struct sock *sk, const struct mltcp_state *st)
-{
-	struct mltcp_key key = {};
-	struct mltcp_row *row;
-
-	if (!MLTCP_ADAPT || st->iter < 2 || (st->flags & (MLTCP_F_BASE | MLTCP_F_BACKOFF)))
-		return 0;
-	mltcp_row_key(sk, st, 1, &key);
-	row = bpf_map_lookup_elem(&MLTCP_TELEM, &key);
-	return row ? mltcp_rate(row->bytes, row->end_ns - row->start_ns) : 0;
-}
-
-/* rto: the iteration had a retransmission timeout; floor: mltcp_first_rate. */
-static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns, bool rto,
-					__u64 floor)
+/* rto: the iteration had a retransmission timeout. */
+static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns, bool rto)
 {
 #if MLTCP_ADAPT
-	__u64 rate = mltcp_rate(bytes, dur_ns), ref = st->rate_ref;
+	__u64 us = dur_ns / 1000;
+	__u64 rate, ref = st->rate_ref;
 
+	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
+	if (rate > 0xffffffffULL)
+		rate = 0xffffffffULL;
 	if (!(st->flags & MLTCP_F_BASE)) {
-		if ((rto && (st->flags & MLTCP_F_BACKOFF)) ||
-		    rate * MLTCP_FP_ONE < floor * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
+		if (rto && (st->flags & MLTCP_F_BACKOFF)) {
 			mltcp_end_search(st);
 			mltcp_back_off(st);
 		} else if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
@@ -526,8 +490,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 		st->learned = (__u32)min(((__u64)st->learned + bytes) / 2, 0xffffffffULL);
 	st->flags = big ? st->flags | MLTCP_F_LAST_BIG : st->flags & ~MLTCP_F_LAST_BIG;
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
-	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO,
-		    mltcp_first_rate(sk, st));
+	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO);
 	st->flags &= ~MLTCP_F_RTO;
 	st->iter++;
 	st->iter_start_acked = acked;
