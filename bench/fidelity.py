@@ -23,12 +23,13 @@ between so others get the machine; --budget-min stops starting runs after that m
 Do not wrap it in flock (use --no-lock if you must).
 
 --transport '{"segment_bytes": 1048576}' runs the synthetic worker with those
-mn_harness/worker/transport.py Tunables overrides (use a fresh --out for each setting: the runs
-record it, and a folder with runs of another setting is refused).
+mn_harness/worker/tunables.py Tunables overrides, and --set PATH=VALUE changes every run of both
+traffics (e.g. run.emulation.worker_main_thread=realtime); use a fresh --out for each setting:
+the folder records it, and a folder with runs of another setting is refused.
 
 Usage: sudo .venv/bin/python bench/fidelity.py [--out bench-fidelity] [--reps 3] [--chunk-min 25] [--budget-min 200]
            [--scenarios demo,three_jobs,heavy,three_slack] [--ccs reno,cubic,bbr,mltcp-reno,mltcp-cubic]
-           [--modes real,synthetic] [--transport JSON]"""
+           [--modes real,synthetic] [--transport JSON] [--set PATH=VALUE ...]"""
 
 from __future__ import annotations
 
@@ -41,9 +42,11 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from common import DEFAULT_LOCK, ChunkedLock, pm, topology  # bench/common.py, which makes the package importable
+# bench/common.py, which makes the package importable
+from common import DEFAULT_LOCK, ChunkedLock, pm, topology, with_overrides
 
 from mn_harness.config import Experiment
 from mn_harness.jobs.ideal import ideal_iteration_s
@@ -133,8 +136,8 @@ def iterations_for(scenario: str, cc: str, given: int | None = None) -> int:
     return n
 
 
-def experiment(scenario: str, cc: str, mode: str, iterations: int) -> Experiment:
-    raw = copy.deepcopy(SCENARIOS[scenario]())
+def experiment(scenario: str, cc: str, mode: str, iterations: int, overrides: Sequence[str] = ()) -> Experiment:
+    raw = with_overrides(copy.deepcopy(SCENARIOS[scenario]()), overrides)
     raw["experiment"] = f"fidelity-{scenario}-{mode}"
     for job in raw["jobs"]:
         job.update(cc=cc, iterations=iterations, collective=MODES[mode])
@@ -351,6 +354,8 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true", help="print the table of what is finished")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for docs/)")
     parser.add_argument("--transport", default="{}", help="JSON: synthetic worker Tunables overrides")
+    parser.add_argument("--set", action="append", default=[],
+                        help="PATH=VALUE change of every run (e.g. run.emulation.worker_main_thread=realtime)")
     args = parser.parse_args()
     scenarios, ccs, modes = args.scenarios.split(","), args.ccs.split(","), args.modes.split(",")
     for name, known in ((scenarios, SCENARIOS), (ccs, None), (modes, MODES)):
@@ -360,11 +365,13 @@ def main() -> int:
     out = Path(args.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     transport = json.loads(args.transport)
-    setting = out / "transport.json"  # the synthetic runs' Tunables overrides, one per folder
-    if setting.exists() and json.loads(setting.read_text()) != transport:
-        parser.error(f"{out} holds runs with transport {setting.read_text()}: use another --out")
-    if not args.report_only:
-        setting.write_text(json.dumps(transport))
+    # one setting per folder: the synthetic runs' Tunables overrides, and every run's --set
+    for name, value in (("transport.json", transport), ("set.json", args.set)):
+        setting = out / name
+        if setting.exists() and json.loads(setting.read_text()) != value:
+            parser.error(f"{out} holds runs with {name[:-5]} {setting.read_text()}: use another --out")
+        if not args.report_only:
+            setting.write_text(json.dumps(value))
     os.environ[TRANSPORT_ENV] = json.dumps(transport)
     todo = [(s, c, m, r) for r in range(args.reps) for s in scenarios for c in ccs for m in modes
             if not (out / "runs" / f"{s}__{c}__{m}__r{r}.json").exists()]
@@ -376,7 +383,7 @@ def main() -> int:
                   flush=True)
             break
         print(f"[{k + 1}/{len(todo)}] {scenario} {cc} {mode} rep {rep}", flush=True)
-        exp = experiment(scenario, cc, mode, iterations_for(scenario, cc, args.iterations))
+        exp = experiment(scenario, cc, mode, iterations_for(scenario, cc, args.iterations), args.set)
         with lock.run():
             results = run_experiment(exp, out_root=out / "results", log=lambda *_: None)
         metrics = run_metrics(results, args.warmup)

@@ -38,13 +38,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DEFAULT_LOCK, ChunkedLock, mean_ci, topology  # bench/common.py: the package importable
+# bench/common.py: the package importable
+from common import DEFAULT_LOCK, ChunkedLock, mean_ci, topology, with_overrides
 from perf_profile import IDLE, PerfRecorder, Profile, Roles, profile
 from scale import dumbbell
 
 from mn_harness import collectives
 from mn_harness.config import Experiment
-from mn_harness.config.overrides import apply_path, parse_value
 from mn_harness.jobs.specs import TRANSPORT_ENV
 from mn_harness.results.loaders import load_summary
 from mn_harness.runner import run_experiment
@@ -209,13 +209,7 @@ def main() -> int:
     ap.add_argument("--json", default=None, help="write the sample counts here")
     args = ap.parse_args()
     names = [n for n in args.scenarios.split(",") if n]
-    raws = {}
-    for n in names:
-        raw = scenario(n, args.iterations)
-        for spec in args.set:
-            path, _, value = spec.partition("=")
-            raw = apply_path(raw, path, parse_value(value), create=True)
-        raws[n] = raw
+    raws = {n: with_overrides(scenario(n, args.iterations), args.set) for n in names}
     lock = ChunkedLock(args.lock, args.chunk_min * 60)
     out = Path(tempfile.mkdtemp(prefix="mn-harness-profile-"))
     started = time.monotonic()

@@ -46,11 +46,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import forwarding
-from common import DEFAULT_LOCK, ChunkedLock, mean_ci  # bench/common.py, which makes the package importable
+from common import DEFAULT_LOCK, ChunkedLock, mean_ci, with_overrides  # bench/common.py: the package importable
 from forwarding import ForwardingRate
 
 from mn_harness.config import Experiment
-from mn_harness.config.overrides import apply_path, parse_value
 from mn_harness.frames import payload_ceiling
 from mn_harness.results.cpu_window import run_window_load
 from mn_harness.results.loaders import load_summary
@@ -193,13 +192,6 @@ def of_kernel(per_core: list[float], reference: ForwardingRate | None) -> str:
     if not per_core or reference is None or not reference.gbps_per_core:
         return ""
     return f" = {statistics.mean(per_core) / reference.gbps_per_core:.2f} of the kernel's forwarding"
-
-
-def with_overrides(raw: dict, overrides: list[str]) -> dict:
-    for spec in overrides:
-        path, _, value = spec.partition("=")
-        raw = apply_path(raw, path, parse_value(value), create=True)
-    return raw
 
 
 def concurrent_jobs(rates: list[str], counts: list[int], repeat: int, iterations: int, threshold: float,

@@ -17,6 +17,10 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
         htb_quantum: auto         # HTB's quantum: a size, or auto (tc's: rate / 10, at most 200000 B)
         cpu_placement: shared     # shared: every core runs everything | split: workers on the last
                                   #   core(s), the hosts' and switches' receive work (RPS) on core 0
+        worker_main_thread: fair  # fair: every thread of a worker in the kernel's fair class |
+                                  #   realtime: a synthetic worker's main thread (it sleeps through the
+                                  #   compute phases and starts each step) in SCHED_FIFO priority 1, its
+                                  #   send, receive and sampler threads fair (worker/threads.py)
         time_scale: 1             # K >= 1: the emulation runs K times slower (every rate / K, every
                                   #   model time x K: config/time_scale.py); the results stay nominal
 
@@ -41,6 +45,7 @@ ACCESS_LINKS = ("shaped", "unshaped")
 HOST_QUEUES = ("txqueuelen", "link")
 QUEUE_LIMITS = ("bytes", "packets", "txqueuelen")
 CPU_PLACEMENTS = ("shared", "split")
+WORKER_MAIN_THREADS = ("fair", "realtime")
 TXQUEUELEN = 1000  # a veth's (and most NICs') default txqueuelen: the leaf FIFO tc gives an HTB class
 MIN_BURST_FRAMES = 4  # a burst given as a duration never drops below 4 frames (slow links)
 MAX_BURST_S = 1.0
@@ -107,6 +112,7 @@ class Emulation:
     htb_cburst: Burst = Burst(seconds=0.001)
     htb_quantum: int | None = None  # None: tc's default
     cpu_placement: str = "shared"
+    worker_main_thread: str = "fair"
     time_scale: float = 1.0  # K: the emulation runs K times slower than the experiment
 
     @classmethod
@@ -119,7 +125,8 @@ class Emulation:
                 raise ConfigError(f"{path}.{shown(key)}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
         values: dict[str, Any] = {}
         for key, choices in (("switches", SWITCHES), ("access_links", ACCESS_LINKS), ("host_queue", HOST_QUEUES),
-                             ("queue_limit", QUEUE_LIMITS), ("cpu_placement", CPU_PLACEMENTS)):
+                             ("queue_limit", QUEUE_LIMITS), ("cpu_placement", CPU_PLACEMENTS),
+                             ("worker_main_thread", WORKER_MAIN_THREADS)):
             if key in raw:
                 if raw[key] not in choices:
                     raise ConfigError(f"{path}.{key}", f"expected one of {', '.join(choices)}, got {raw[key]!r}")
@@ -142,7 +149,7 @@ class Emulation:
                 "queue_limit": self.queue_limit, "htb_burst": self.htb_burst.to_yaml(),
                 "htb_cburst": self.htb_cburst.to_yaml(),
                 "htb_quantum": "auto" if self.htb_quantum is None else f"{self.htb_quantum}B",
-                "cpu_placement": self.cpu_placement,
+                "cpu_placement": self.cpu_placement, "worker_main_thread": self.worker_main_thread,
                 "time_scale": int(self.time_scale) if self.time_scale.is_integer() else self.time_scale}
 
     def shapes_access(self) -> bool:

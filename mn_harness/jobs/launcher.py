@@ -30,6 +30,7 @@ from mn_harness.network.cpu_placement import worker_prefix
 from mn_harness.network.emulated import EmulatedNetwork
 from mn_harness.progress import format_eta, run_eta_s
 from mn_harness.worker.spec import WorkerSpec
+from mn_harness.worker.threads import realtime_refused
 from mn_harness.worker.torch_worker import sockets_file
 
 WORKER_MODULE = "mn_harness.worker"  # also the marker `mn-harness clean` matches
@@ -95,7 +96,11 @@ class JobLauncher:
         except OSError as exc:
             raise JobError(f"cannot write the workers' files to {self.raw_dir}: {exc.strerror}") from None
         prefix = worker_prefix(self.experiment.run.emulation.cpu_placement)
-        for host, spec in self.specs():
+        specs = self.specs()
+        if any(spec.realtime_main for _, spec in specs) and (refused := realtime_refused()) is not None:
+            self.log(f"run.emulation.worker_main_thread realtime: the kernel refuses SCHED_FIFO ({refused}); "
+                     f"the workers' main threads stay in the fair class")
+        for host, spec in specs:
             stem = worker_stem(self.raw_dir, spec.job, spec.rank)
             spec_path = stem.with_name(stem.name + ".spec.json")
             stderr_path = stem.with_name(stem.name + ".stderr")

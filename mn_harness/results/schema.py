@@ -276,8 +276,9 @@ class RunFacts:
     slow_start_after_idle: bool | None = entry("the hosts' `net.ipv4.tcp_slow_start_after_idle`")
     emulation: dict[str, Any] | None = entry(
         "every emulator choice of the run: `run.emulation`'s keys (`switches`, `access_links`, `host_queue`, "
-        "`queue_limit`, `htb_burst`, `htb_cburst`, `htb_quantum`, `cpu_placement`) and `gso_max_segs`, "
-        "`queue_telemetry`, `throughput_bin_s` (docs/fidelity.md: the emulator's choices)", optional=True)
+        "`queue_limit`, `htb_burst`, `htb_cburst`, `htb_quantum`, `cpu_placement`, `worker_main_thread`) and "
+        "`gso_max_segs`, `queue_telemetry`, `throughput_bin_s` (docs/fidelity.md: the emulator's choices)",
+        optional=True)
     ecmp_hash_seed: int | None = entry("with ECMP: the flows' hash seed (absent where the kernel has no "
                                        "hash-seed sysctl: `routing_note`)", optional=True)
     routing_note: str | None = entry("why ECMP paths may not repeat", optional=True)

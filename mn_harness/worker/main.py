@@ -23,7 +23,7 @@ import sys
 import time
 
 from mn_harness import collectives
-from mn_harness.worker import tcpinfo
+from mn_harness.worker import tcpinfo, threads
 from mn_harness.worker.bins import BinSampler, throughput_line
 from mn_harness.worker.collective import CommStream
 from mn_harness.worker.holds import Holds
@@ -71,6 +71,9 @@ def run(spec: WorkerSpec) -> int:
     stream = CommStream()
     stream.start()
     runner = IterationRunner(spec, transport, stream, t0)
+    if spec.realtime_main and (refused := threads.enter_realtime()) is not None:
+        print(f"worker: {spec.job} rank {spec.rank}: main thread stays in the fair class "
+              f"(SCHED_FIFO refused: {refused})", file=sys.stderr, flush=True)
     sockets = transport.sockets()
     sampler = BinSampler(lambda: tcpinfo.combined(tcpinfo.sender_state(s) for s in sockets), t0, spec.bin_s)
     delay = t0 + spec.start_offset_s - time.monotonic()

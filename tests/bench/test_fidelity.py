@@ -15,6 +15,15 @@ def test_every_scenario_is_a_valid_experiment(scenario):
     assert {j.cc.name for j in exp.jobs} == {"mltcp-reno"}
 
 
+def test_set_changes_every_run_of_a_scenario():
+    fidelity = bench_module("fidelity")
+    plain = fidelity.experiment("three_jobs", "reno", "synthetic", 5)
+    changed = fidelity.experiment("three_jobs", "reno", "synthetic", 5, ["run.emulation.worker_main_thread=realtime"])
+    assert plain.run.emulation.worker_main_thread == "fair"
+    assert changed.run.emulation.worker_main_thread == "realtime"
+    assert [(j.name, j.iterations) for j in changed.jobs] == [(j.name, 5) for j in plain.jobs]
+
+
 def test_three_slack_is_the_3jobs_slack_scenario():
     """bench/reproduce.py's `3jobs-slack`: 3 jobs, 25 MB / 500 ms each."""
     exp = bench_module("fidelity").experiment("three_slack", "reno", "synthetic", 40)

@@ -399,6 +399,7 @@ bad_value("emulation-quantum", "run.emulation.htb_quantum", "8GB")
 bad_value("emulation-time-scale-below-1", "run.emulation.time_scale", 0.5)
 bad_value("emulation-time-scale-string", "run.emulation.time_scale", "5x")
 bad_value("emulation-cpu", "run.emulation.cpu_placement", "pinned")
+bad_value("emulation-main-thread", "run.emulation.worker_main_thread", "fifo")
 bad_file("emulation-bridge-ecmp", lambda: mutated(lambda raw: (setter("run.emulation.switches", "bridge")(raw),
                                                                  setter("routing", "ecmp")(raw))),
          "run.emulation.switches")

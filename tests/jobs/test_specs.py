@@ -2,7 +2,10 @@
 
 from pathlib import Path
 
-from mn_harness.config import load_experiment
+import pytest
+
+from mn_harness.config import Experiment, load_experiment
+from mn_harness.config.dump import experiment_to_raw
 from mn_harness.jobs.specs import worker_specs
 from mn_harness.network.flows import BASE_PORT
 from mn_harness.network.plan import NetworkPlan
@@ -43,3 +46,27 @@ def test_inc_workers_use_the_p4_job_id_and_their_gateway():
         assert s.agg_job_id == ids[s.job] and s.port == BASE_PORT + ids[s.job]
         assert s.agg_switch_ip == plan.gateway(host).peer_ip
         assert (s.inc_slots, s.inc_scale, s.inc_seed) == (job.inc.slots, job.inc.scale, exp.run.seed)
+
+
+def realtime_specs(name, collective=None):
+    raw = experiment_to_raw(load_experiment(TOPOLOGIES / name))
+    raw["run"].setdefault("emulation", {})["worker_main_thread"] = "realtime"
+    if collective is not None:
+        raw["jobs"][-1]["collective"] = collective
+    exp = Experiment.from_dict(raw)
+    return worker_specs(exp, NetworkPlan(exp), Path("/r/raw"), {j.name: "cubic" for j in exp.jobs})
+
+
+def test_a_real_time_main_thread_goes_to_the_synthetic_workers_only():
+    """run.emulation.worker_main_thread realtime reaches each synthetic worker's spec; an
+    in-network aggregation worker (its main thread sends) stays fair."""
+    assert not any(s.realtime_main for _, s in specs_of("dumbbell-2jobs.yaml")[2])  # the default: fair
+    assert all(s.realtime_main for _, s in realtime_specs("dumbbell-2jobs.yaml"))
+    assert not any(s.realtime_main for _, s in realtime_specs("inc-vs-ring-bmv2.yaml"))
+
+
+def test_a_torch_worker_keeps_its_main_thread_fair():
+    """Its main thread computes for real: in the real-time class it would starve the network."""
+    pytest.importorskip("torch", reason="a torch job's config needs PyTorch installed")
+    specs = realtime_specs("dumbbell-2jobs.yaml", collective="torch_allreduce")
+    assert {(s.job, s.realtime_main) for _, s in specs} == {("job1", True), ("job2", False)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -91,6 +92,46 @@ def test_split_cpu_placement_pins_the_workers_and_steers_receive_work_to_core_0(
         session.wait_jobs()
     assert all(int(m.strip(), 16) == 1 << NETWORK_CORE for m in masks.values()), masks
     assert all(a == cores for a in allowed.values()), allowed
+
+
+def thread_classes(pid: int) -> dict[str, set[int]]:
+    """Each of a process's threads by name: the scheduling classes its threads of that name are in."""
+    classes: dict[str, set[int]] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = "main" if int(tid) == pid else open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+            classes.setdefault(name, set()).add(os.sched_getscheduler(int(tid)))
+        except (OSError, ValueError):
+            pass  # a thread that ended meanwhile
+    return classes
+
+
+def test_a_real_time_main_thread_in_every_synthetic_worker_and_nothing_else(tmp_path):
+    """worker_main_thread realtime: while the jobs run, each worker's main thread is in
+    SCHED_FIFO and its senders, receivers, sampler and stream in the fair class; the jobs
+    complete and summary.json records the choice."""
+    raw = small_demo(iterations=12, compute="100ms")
+    raw["run"]["emulation"] = {"worker_main_thread": "realtime"}
+    seen: dict[str, dict[str, set[int]]] = {}
+    with network(Experiment.from_dict(raw, "realtime"), out=tmp_path, quiet=True) as session:
+        session.start_jobs()
+        assert session.launcher is not None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(seen) < len(session.launcher.workers):
+            for w in session.launcher.workers:
+                classes = thread_classes(w.proc.pid)
+                if os.SCHED_FIFO in classes.get("main", set()) and {"mnh-send", "mnh-bins"} <= set(classes):
+                    seen[f"{w.job}-r{w.rank}"] = classes
+            time.sleep(0.05)
+        session.wait_jobs()
+    summary = json.loads((session.results_dir / "summary.json").read_text())
+    assert summary["status"] == "completed", summary["status"]
+    assert summary["emulation"]["worker_main_thread"] == "realtime"
+    assert len(seen) == 4, seen
+    for classes in seen.values():
+        assert classes["main"] == {os.SCHED_FIFO}
+        assert {name for name, c in classes.items() if os.SCHED_FIFO in c} == {"main"}, classes
+        assert {"mnh-send", "mnh-recv", "mnh-bins", "mnh-stream"} <= set(classes), classes
 
 
 def test_a_larger_mtu_reaches_every_interface_and_route_and_the_links_are_judged(tmp_path):
