@@ -395,6 +395,14 @@ static __always_inline void mltcp_back_off(struct mltcp_state *st)
 	st->flags = (st->flags & ~MLTCP_F_BACKOFF) | (__u8)(backoff << MLTCP_F_BACKOFF_SHIFT);
 }
 
+/* The search ends: F = 1 and no restart; the next iteration, the base CC's, sets the usual rate. */
+static __always_inline void mltcp_end_search(struct mltcp_state *st)
+{
+	st->flags |= MLTCP_F_BASE;
+	st->rate_ref = 0;
+	st->count = 0;
+}
+
 /* rto: the iteration had a retransmission timeout. */
 static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns, bool rto)
 {
@@ -407,17 +415,13 @@ static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u
 		rate = 0xffffffffULL;
 	if (!(st->flags & MLTCP_F_BASE)) {
 		if (rto && (st->flags & MLTCP_F_BACKOFF)) {
-			st->flags |= MLTCP_F_BASE;
-			st->rate_ref = 0;
-			st->count = 0;
+			mltcp_end_search(st);
 			mltcp_back_off(st);
 		} else if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
 			st->rate_ref = (__u32)rate;
 			st->count = 0;
 		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
-			st->flags |= MLTCP_F_BASE;
-			st->rate_ref = 0;	/* the next iteration, the base CC's, sets it */
-			st->count = 0;
+			mltcp_end_search(st);
 		}
 		return;
 	}
