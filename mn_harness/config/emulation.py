@@ -18,9 +18,10 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
         cpu_placement: shared     # shared: every core runs everything | split: workers on the last
                                   #   core(s), the hosts' and switches' receive work (RPS) on core 0
         worker_main_thread: fair  # fair: every thread of a worker in the kernel's fair class |
-                                  #   realtime: a synthetic worker's main thread (it sleeps through the
-                                  #   compute phases and starts each step) in SCHED_FIFO priority 1, its
-                                  #   send, receive and sampler threads fair (worker/threads.py)
+                                  #   realtime: a worker's main thread wakes from its compute phases in
+                                  #   SCHED_FIFO priority 1 (a synthetic worker's stays there; a torch or
+                                  #   inc worker's runs its collective fair); the threads that move
+                                  #   bytes stay fair (worker/threads.py)
         time_scale: 1             # K >= 1: the emulation runs K times slower (every rate / K, every
                                   #   model time x K: config/time_scale.py); the results stay nominal
 

@@ -49,9 +49,6 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
         # a program is made of schedules: in-network aggregation (none) runs without one
         program = job_program(job) if collectives.get(job.collective).schedule is not None else []
         means = [p.compute.mean_s for p in job.compute_phases]
-        # torch and inc workers compute or send in their main thread: real-time, it would starve the network
-        realtime = (experiment.run.emulation.worker_main_thread == "realtime"
-                    and collectives.get(job.collective).engine == collectives.SYNTHETIC)
         for rank, host in enumerate(job.hosts):
             stem = worker_stem(raw_dir, job.name, rank)
             out.append((host, WorkerSpec(
@@ -65,7 +62,7 @@ def worker_specs(experiment: Experiment, plan: NetworkPlan, raw_dir: Path,
                 bin_s=experiment.run.throughput_bin_s,
                 program=program, compute_plan=compute_plan(job, rank, experiment.run.seed),
                 compute_means=means, computes=rank < job.n_workers, transport=transport,
-                realtime_main=realtime,
+                realtime_main=experiment.run.emulation.worker_main_thread == "realtime",
                 **_inc_fields(job, job_id, plan.gateway(host).peer_ip, experiment.run.seed),
             )))
     return out

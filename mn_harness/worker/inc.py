@@ -55,6 +55,7 @@ from mn_harness.p4.limits import MAX_JOBS as MAX_INC_JOBS  # job ids 1..MAX_JOBS
 from mn_harness.worker.bins import SendBins, throughput_line
 from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import record
+from mn_harness.worker.threads import ComputeSleep
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 HEADER = struct.Struct("!HHIBBBB")
@@ -347,12 +348,13 @@ def run(spec, wait_for_go: Callable[[], float]) -> int:
     delay = start - time.monotonic()
     if delay > 0:
         time.sleep(delay)
+    compute = ComputeSleep(spec.realtime_main, f"{spec.job} rank {spec.rank}")
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
             t_start, cpu_start = time.monotonic(), time.process_time()
             hold = holds.take(iteration)
             seconds = spec.durations(iteration)[0]
-            time.sleep(hold + seconds)
+            compute(hold + seconds)
             t_compute_end = time.monotonic()
             values = rotate(mine, iteration)
             t_comm_start = time.monotonic()

@@ -38,7 +38,7 @@ class WorkerSpec:
     compute_means: list[float] = field(default_factory=list)
     computes: bool = True  # False for a parameter server: it skips compute phases
     transport: dict[str, Any] = field(default_factory=dict)  # worker.tunables.Tunables overrides
-    realtime_main: bool = False  # run.emulation.worker_main_thread realtime (worker/threads.py)
+    realtime_main: bool = False  # run.emulation.worker_main_thread realtime (worker/threads.py, ComputeSleep)
     # inc_allreduce only (mn_harness/worker/inc.py); defaults keep ring-only callers unchanged
     agg_switch_ip: str | None = None  # None: the host's default gateway
     agg_job_id: int = 0  # 1..63, the job's id on the aggregation switch

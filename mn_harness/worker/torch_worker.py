@@ -38,6 +38,7 @@ from mn_harness.worker.holds import Holds
 from mn_harness.worker.program import record
 from mn_harness.worker.sockdiag import SockDiag, TcpSocket, job_connections
 from mn_harness.worker.spec import WorkerSpec
+from mn_harness.worker.threads import ComputeSleep
 
 SIOCGIFADDR = 0x8915
 CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 1 << 18
@@ -183,12 +184,13 @@ def run(spec: WorkerSpec, wait_for_go: Callable[[], float]) -> int:
     if delay > 0:
         time.sleep(delay)
     sampler.start()
+    compute = ComputeSleep(spec.realtime_main, f"{spec.job} rank {spec.rank}")
     with open(spec.iterations_path, "a") as it_out, open(spec.throughput_path, "a") as tp_out:
         for iteration in range(spec.iterations):
             planned, seconds = spec.means()[0], spec.durations(iteration)[0]  # jitter, stragglers
             t_start, cpu_start = time.monotonic(), time.process_time()
             hold = holds.take(iteration)
-            time.sleep(hold + seconds)
+            compute(hold + seconds)
             t_comm_start = time.monotonic()
             op()
             t_comm_end, cpu_s = time.monotonic(), time.process_time() - cpu_start
