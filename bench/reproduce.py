@@ -42,6 +42,7 @@ Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -52,6 +53,7 @@ from common import DEFAULT_LOCK, TOPOLOGIES, ChunkedLock  # bench/common.py, whi
 from repro_table import DEFAULT_LENGTHS, row_cc, table
 
 from mn_harness.config import Experiment
+from mn_harness.config.dump import experiment_to_raw
 from mn_harness.config.loader import read_experiment_file
 from mn_harness.config.overrides import apply_variant, parse_value
 from mn_harness.jobs.ideal import ideal_iteration_s
@@ -147,7 +149,9 @@ class BudgetSpent(Exception):
 def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     file, fixed = SUITE[name] if name in SUITE else (name, [])
     raw = read_experiment_file(TOPOLOGIES / file)
-    raw = apply_variant(raw, [*fixed, *changes], create=True)
+    # the file's complete configuration: a --set may name an option it leaves at its default
+    known = experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw)))
+    raw = apply_variant(raw, [*fixed, *changes], create=True, known=known)
     raw.setdefault("run", {}).setdefault("shifts", False)  # off; the CC+cassini rows set it
     if iterations:
         exp = apply_scaling(Experiment.from_dict(raw))
