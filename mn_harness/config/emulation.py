@@ -17,11 +17,11 @@ default, and how far flipping it moved measured answers: docs/fidelity.md#the-em
         htb_quantum: auto         # HTB's quantum: a size, or auto (tc's: rate / 10, at most 200000 B)
         cpu_placement: shared     # shared: every core runs everything | split: workers on the last
                                   #   core(s), the hosts' and switches' receive work (RPS) on core 0
-        worker_main_thread: fair  # fair: every thread of a worker in the kernel's fair class |
-                                  #   realtime: a worker's main thread wakes from its compute phases in
-                                  #   SCHED_FIFO priority 1 (a synthetic worker's stays there; a torch or
-                                  #   inc worker's runs its collective fair); the threads that move
-                                  #   bytes stay fair (worker/threads.py)
+        worker_main_thread: realtime  # realtime: a worker's main thread wakes from its compute phases
+                                  #   in SCHED_FIFO priority 1 (a synthetic worker's stays there; a torch
+                                  #   or inc worker's runs its collective fair); the threads that move
+                                  #   bytes stay fair (worker/threads.py) | fair: every thread of a
+                                  #   worker in the kernel's fair class
         time_scale: 1             # K >= 1: the emulation runs K times slower (every rate / K, every
                                   #   model time x K: config/time_scale.py); the results stay nominal
 
@@ -113,7 +113,7 @@ class Emulation:
     htb_cburst: Burst = Burst(seconds=0.001)
     htb_quantum: int | None = None  # None: tc's default
     cpu_placement: str = "shared"
-    worker_main_thread: str = "fair"
+    worker_main_thread: str = "realtime"
     time_scale: float = 1.0  # K: the emulation runs K times slower than the experiment
 
     @classmethod

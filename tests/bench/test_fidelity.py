@@ -18,9 +18,9 @@ def test_every_scenario_is_a_valid_experiment(scenario):
 def test_set_changes_every_run_of_a_scenario():
     fidelity = bench_module("fidelity")
     plain = fidelity.experiment("three_jobs", "reno", "synthetic", 5)
-    changed = fidelity.experiment("three_jobs", "reno", "synthetic", 5, ["run.emulation.worker_main_thread=realtime"])
-    assert plain.run.emulation.worker_main_thread == "fair"
-    assert changed.run.emulation.worker_main_thread == "realtime"
+    changed = fidelity.experiment("three_jobs", "reno", "synthetic", 5, ["run.emulation.worker_main_thread=fair"])
+    assert plain.run.emulation.worker_main_thread == "realtime"
+    assert changed.run.emulation.worker_main_thread == "fair"
     assert [(j.name, j.iterations) for j in changed.jobs] == [(j.name, 5) for j in plain.jobs]
 
 

@@ -24,7 +24,7 @@ def test_defaults_are_the_projects_network():
     e = Experiment.from_dict(raw()).run.emulation
     assert e == Emulation()
     assert (e.switches, e.access_links, e.host_queue, e.queue_limit, e.cpu_placement, e.worker_main_thread) == \
-        ("router", "shaped", "txqueuelen", "bytes", "shared", "fair")
+        ("router", "shaped", "txqueuelen", "bytes", "shared", "realtime")
     assert e.htb_burst == e.htb_cburst == Burst(seconds=0.001) and e.htb_quantum is None
     assert e.changed() == {}
 
@@ -32,7 +32,7 @@ def test_defaults_are_the_projects_network():
 def test_every_choice_parses_and_round_trips_through_config_yaml():
     changes = {"switches": "bridge", "access_links": "unshaped", "host_queue": "link",
                "queue_limit": "packets", "htb_burst": "15KiB", "htb_cburst": "auto", "htb_quantum": "1514B",
-               "cpu_placement": "split", "worker_main_thread": "realtime"}
+               "cpu_placement": "split", "worker_main_thread": "fair"}
     exp = Experiment.from_dict(raw(**changes))
     e = exp.run.emulation
     assert e.htb_burst == Burst(bytes=15360) and e.htb_cburst.auto and e.htb_quantum == 1514
@@ -41,7 +41,7 @@ def test_every_choice_parses_and_round_trips_through_config_yaml():
     assert set(e.changed()) == set(changes)
     summary = record(exp.run)
     assert summary["switches"] == "bridge" and summary["gso_max_segs"] == 16
-    assert summary["worker_main_thread"] == "realtime"
+    assert summary["worker_main_thread"] == "fair"
     assert summary["throughput_bin_s"] == 0.01 and summary["queue_telemetry"] is True
 
 

@@ -46,16 +46,18 @@ def test_inc_workers_use_the_p4_job_id_and_their_gateway():
         assert (s.inc_slots, s.inc_scale, s.inc_seed) == (job.inc.slots, job.inc.scale, exp.run.seed)
 
 
-def realtime_specs(name):
+def specs_with(name, main_thread):
     raw = experiment_to_raw(load_experiment(TOPOLOGIES / name))
-    raw["run"].setdefault("emulation", {})["worker_main_thread"] = "realtime"
+    raw["run"].setdefault("emulation", {})["worker_main_thread"] = main_thread
     exp = Experiment.from_dict(raw)
     return worker_specs(exp, NetworkPlan(exp), Path("/r/raw"), {j.name: "cubic" for j in exp.jobs})
 
 
 def test_the_real_time_choice_reaches_every_worker():
-    """run.emulation.worker_main_thread realtime reaches every worker's spec, whatever its
-    engine: each sleeps through its compute phases in the real-time class (worker/threads.py)."""
-    assert not any(s.realtime_main for _, s in specs_of("dumbbell-2jobs.yaml")[2])  # the default: fair
-    assert all(s.realtime_main for _, s in realtime_specs("dumbbell-2jobs.yaml"))
-    assert all(s.realtime_main for _, s in realtime_specs("inc-vs-ring-bmv2.yaml"))
+    """run.emulation.worker_main_thread reaches every worker's spec, whatever its engine: with
+    realtime (the default) each sleeps through its compute phases in the real-time class
+    (worker/threads.py)."""
+    for name in ("dumbbell-2jobs.yaml", "inc-vs-ring-bmv2.yaml"):
+        assert all(s.realtime_main for _, s in specs_of(name)[2])  # the default
+        assert all(s.realtime_main for _, s in specs_with(name, "realtime"))
+        assert not any(s.realtime_main for _, s in specs_with(name, "fair"))
