@@ -1,7 +1,6 @@
-"""The adaptive step's rule (mltcp_common.h mltcp_adapt, mltcp_set_state's calm after loss,
-mltcp_factor) in Python, in the kernel's integer arithmetic: the root tests check the kernel's
-state and F per telemetry row against it, the unit tests check it does what
-docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
+"""The adaptive step's rule (mltcp_common.h mltcp_adapt) in Python, in the kernel's integer
+arithmetic: the root tests check the kernel's state per telemetry row against it, the unit tests
+check it does what docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
 
 from __future__ import annotations
 
@@ -9,27 +8,6 @@ from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, AD
 
 RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row that start a search
 U32_MAX = 2**32 - 1
-# include/net/tcp.h enum tcp_ca_state: what the CC's set_state is told
-CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)
-
-
-def calms(new_state: int, searching: bool) -> bool:
-    """Whether entering `new_state` calms the iteration (mltcp_set_state): a loss, fast recovery
-    or a timeout, while the socket searches; ECN's window reduction (CWR) is no loss."""
-    return searching and new_state in (CA_RECOVERY, CA_LOSS)
-
-
-def factor_fp(done: int, believed: int, searching: bool, calm: bool, slope: float,
-              intercept: float) -> int:
-    """F x1024 (mltcp_factor) after `done` bytes of an iteration whose bytes were estimated at
-    `believed` (0: not learned yet): intercept + slope x done/believed (the ratio capped at 1)
-    while the socket searches and no loss calmed the iteration, else 1."""
-    one = 1024
-    if not believed or not searching or calm:
-        return one
-    ratio = min((done << 10) // believed, one)
-    f = round(intercept * one) + ((round(slope * one) * ratio) >> 10)
-    return max(1, min(f, 64 * one))
 
 
 def row_rate(row: dict) -> int:

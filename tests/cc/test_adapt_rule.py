@@ -6,18 +6,7 @@ from __future__ import annotations
 import re
 
 from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_PATIENCE
-from tests.cc.adapt_rule import (
-    CA_CWR,
-    CA_DISORDER,
-    CA_LOSS,
-    CA_OPEN,
-    CA_RECOVERY,
-    RELAPSE,
-    adapt_states,
-    calms,
-    factor_fp,
-    row_rate,
-)
+from tests.cc.adapt_rule import RELAPSE, adapt_states, row_rate
 
 FAST, SLOW = 25_000, 15_000  # x1024 bytes per us: 200 Mbit/s, and 0.6 of it (a collision)
 
@@ -125,25 +114,3 @@ def test_a_relapse_search_a_timeout_ended_doubles_the_next_relapses_count_once_m
 def test_without_timeouts_the_rule_is_the_one_before():
     kinds = "F" * 12 + "SS" + "F" * 10 + "SSSS" + "FF"
     assert run_t(kinds) == run(kinds)
-
-
-SLOPE, INTERCEPT = 32.0, 1.0  # the defaults by name (variants.DEFAULT_SLOPE, DEFAULT_INTERCEPT)
-
-
-def test_a_loss_calms_a_searching_iteration_ecn_does_not():
-    assert calms(CA_RECOVERY, searching=True) and calms(CA_LOSS, searching=True)
-    # DCTCP's answer to ECN marks, and the states that are no loss
-    assert not any(calms(s, searching=True) for s in (CA_OPEN, CA_DISORDER, CA_CWR))
-    # as the base CC F is 1 anyway: nothing to calm
-    assert not any(calms(s, searching=False) for s in range(5))
-
-
-def test_a_calm_iteration_runs_as_the_base_cc_a_steep_one_up_to_slope_plus_intercept():
-    believed = 2_000_000
-    steep = [factor_fp(d, believed, True, False, SLOPE, INTERCEPT) for d in (0, believed // 2, believed)]
-    assert steep == [1024, 17 * 1024, 33 * 1024]
-    assert factor_fp(2 * believed, believed, True, False, SLOPE, INTERCEPT) == 33 * 1024  # capped
-    # after a loss, however far the iteration is: the base CC's increase
-    assert {factor_fp(d, believed, True, True, SLOPE, INTERCEPT) for d in (0, believed // 2, believed)} == {1024}
-    assert factor_fp(believed, believed, False, False, SLOPE, INTERCEPT) == 1024  # as the base CC
-    assert factor_fp(believed, 0, True, False, SLOPE, INTERCEPT) == 1024  # nothing learned yet

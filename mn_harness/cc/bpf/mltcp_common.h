@@ -188,7 +188,6 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 #define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches started by a relapse so far; */
 #define MLTCP_F_BACKOFF 0x1c	/* the next needs MLTCP_ADAPT_RELAPSE << that many slow iterations */
 #define MLTCP_F_RTO 0x20	/* the current iteration had a retransmission timeout */
-#define MLTCP_F_CALM 0x40	/* adaptive: the current iteration saw a loss: F = 1 until it ends */
 
 /*
  * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
@@ -227,8 +226,6 @@ struct mltcp_row {
 	__u32 final;		/* 1: written when the socket closed (iteration may be partial) */
 	__u32 slope_fp;		/* the slope (x1024) in effect during the iteration (0: base CC) */
 	__u32 rto;		/* 1: the iteration had a retransmission timeout (TCP_CA_Loss) */
-	__u32 calm;		/* 1: a loss calmed the iteration (F = 1 from it on, MLTCP_F_CALM) */
-	__u32 pad;
 };
 
 struct {
@@ -276,8 +273,7 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 	__u64 done, ratio;
 	__s64 f;
 
-	if (!st->learned || !st->iter ||
-	    (MLTCP_ADAPT && (st->flags & (MLTCP_F_BASE | MLTCP_F_CALM))))
+	if (!st->learned || !st->iter || (MLTCP_ADAPT && (st->flags & MLTCP_F_BASE)))
 		return MLTCP_FP_ONE;
 	done = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
 	ratio = (done << MLTCP_FP_SHIFT) / st->learned;
@@ -332,7 +328,6 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.final = final;
 	row.slope_fp = (__u32)mltcp_slope_fp(st);
 	row.rto = (st->flags & MLTCP_F_RTO) ? 1 : 0;
-	row.calm = (st->flags & MLTCP_F_CALM) ? 1 : 0;
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
@@ -496,7 +491,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	st->flags = big ? st->flags | MLTCP_F_LAST_BIG : st->flags & ~MLTCP_F_LAST_BIG;
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
 	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO);
-	st->flags &= ~(MLTCP_F_RTO | MLTCP_F_CALM);
+	st->flags &= ~MLTCP_F_RTO;
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
@@ -510,25 +505,11 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
  * Called from each variant's set_state: TCP_CA_Loss is a retransmission timeout
  * (tcp_enter_loss; set_state sees it also where CA_EVENT_LOSS is not sent, a timeout during
  * fast recovery).
- * Calm after loss (MLTCP_ADAPT): a search is steep only while the link is not overloaded. Where
- * no schedule exists a searching socket that keeps its F of up to 33 through its own losses
- * pushes its rivals, running as their base CC, into retransmission timeouts (on `overload` most
- * of the jobs' slowest iterations fell in rivals' searches). So once the socket loses a packet in
- * an iteration (fast recovery, TCP_CA_Recovery, or a timeout, TCP_CA_Loss) F is 1 for the rest of
- * it; the next iteration searches steeply again. ECN's window reduction (TCP_CA_CWR, DCTCP's
- * response to marks) is no loss and calms nothing: marks are how DCTCP jobs share a link that
- * still has room, and where the search parts them.
  */
 static __always_inline void mltcp_set_state(struct sock *sk, __u8 new_state)
 {
 	if (new_state == TCP_CA_Loss)
 		mltcp_st(sk)->flags |= MLTCP_F_RTO;
-#if MLTCP_ADAPT
-	struct mltcp_state *st = mltcp_st(sk);
-
-	if ((new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) && !(st->flags & MLTCP_F_BASE))
-		st->flags |= MLTCP_F_CALM;
-#endif
 }
 
 /* Called from each variant's pkts_acked: remembers when data was last acknowledged. */
