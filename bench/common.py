@@ -20,7 +20,6 @@ inner request would wait for the outer one forever)."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import sys
 import time
@@ -34,8 +33,7 @@ if str(ROOT) not in sys.path:
 
 import yaml  # noqa: E402
 
-from mn_harness.config import Experiment  # noqa: E402
-from mn_harness.config.dump import experiment_to_raw  # noqa: E402
+from mn_harness.config.dump import complete_raw  # noqa: E402
 from mn_harness.config.overrides import apply_path, parse_value  # noqa: E402
 from mn_harness.results.stats import mean_ci95  # noqa: E402
 
@@ -48,7 +46,7 @@ def with_overrides(raw: dict, overrides: Sequence[str]) -> dict:
     --set` applies them: a path may name an option `raw` leaves at its default."""
     if not overrides:
         return raw
-    known = experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw)))
+    known = complete_raw(raw)
     for spec in overrides:
         path, _, value = spec.partition("=")
         raw = apply_path(raw, path, parse_value(value), create=True, known=known)

@@ -42,7 +42,6 @@ Usage: sudo .venv/bin/python bench/reproduce.py [--scenarios 2jobs,3jobs] [--ccs
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import time
@@ -53,7 +52,7 @@ from common import DEFAULT_LOCK, TOPOLOGIES, ChunkedLock  # bench/common.py, whi
 from repro_table import DEFAULT_LENGTHS, row_cc, table
 
 from mn_harness.config import Experiment
-from mn_harness.config.dump import experiment_to_raw
+from mn_harness.config.dump import complete_raw
 from mn_harness.config.loader import read_experiment_file
 from mn_harness.config.overrides import apply_variant, parse_value
 from mn_harness.jobs.ideal import ideal_iteration_s
@@ -150,7 +149,7 @@ def scenario_raw(name: str, changes: list, iterations: int | None) -> dict:
     file, fixed = SUITE[name] if name in SUITE else (name, [])
     raw = read_experiment_file(TOPOLOGIES / file)
     # the file's complete configuration: a --set may name an option it leaves at its default
-    known = experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw)))
+    known = complete_raw(raw)
     raw = apply_variant(raw, [*fixed, *changes], create=True, known=known)
     raw.setdefault("run", {}).setdefault("shifts", False)  # off; the CC+cassini rows set it
     if iterations:

@@ -11,7 +11,6 @@ report's (mn_harness.report.compare)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mn_harness.config import Experiment
-from mn_harness.config.dump import experiment_to_raw
+from mn_harness.config.dump import complete_raw
 from mn_harness.config.loader import read_json_file
 from mn_harness.config.overrides import apply_variant, expand_set_specs, parse_set_spec, variant_label
 from mn_harness.errors import ConfigError, shown
@@ -61,7 +60,7 @@ def _complete(raw: dict, name: str) -> dict | None:
     """The file's complete configuration, defaults written out (what --set may name besides the
     file's own fields); None if the file alone does not validate (its variants then say why)."""
     try:
-        return experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw), default_name=name))
+        return complete_raw(raw, name)
     except ConfigError:
         return None
 

@@ -14,6 +14,7 @@ tests and at the first run), instead of being silently dropped from config.yaml.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -246,3 +247,10 @@ def experiment_to_yaml(experiment: Experiment) -> str:
     """config.yaml's text: a comment line, then the experiment in the file format."""
     return HEADER + yaml.safe_dump(experiment_to_raw(experiment), sort_keys=False,
                                    default_flow_style=None, width=100)
+
+
+def complete_raw(raw: dict, default_name: str = "experiment") -> dict:
+    """An experiment file's complete configuration, every default written out: what a --set path
+    may name besides the file's own fields (config/overrides.py `known`). Raises ConfigError
+    where `raw` alone does not validate; `raw` itself is left as it is."""
+    return experiment_to_raw(Experiment.from_dict(copy.deepcopy(raw), default_name=default_name))
