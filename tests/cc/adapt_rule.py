@@ -9,7 +9,7 @@ from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, AD
 
 RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row that start a search
 U32_MAX = 2**32 - 1
-LOSSES_MAX = 15  # mltcp_common.h MLTCP_LOSSES_MAX: the loss-episode count saturates (4 bits)
+LOSSES_MAX = 255  # mltcp_common.h MLTCP_LOSSES_MAX: the loss-episode count saturates (8 bits)
 DAMP_SHIFT_MAX = 31  # MLTCP_DAMP_SHIFT_MAX
 # include/net/tcp.h enum tcp_ca_state: what the CC's set_state is told
 CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)

@@ -139,7 +139,7 @@ def steep(done: int, losses: int = 0, damp: int = 0, searching: bool = True) -> 
 def test_fast_recovery_and_timeouts_are_loss_episodes_ecn_is_not():
     assert loss_episodes([CA_DISORDER, CA_RECOVERY, CA_OPEN, CA_LOSS, CA_LOSS, CA_OPEN]) == 3
     assert loss_episodes([CA_CWR, CA_OPEN, CA_CWR, CA_DISORDER, CA_OPEN]) == 0  # DCTCP's marks
-    assert loss_episodes([CA_RECOVERY] * 40) == LOSSES_MAX == 15  # saturates (4 bits)
+    assert loss_episodes([CA_RECOVERY] * 300) == LOSSES_MAX == 255  # saturates (8 bits)
 
 
 def test_f_rises_from_the_intercept_to_slope_plus_intercept_without_losses():
@@ -170,5 +170,6 @@ def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_o
     # the steepest F the spec allows (slope 63 + intercept 1 = 64) damps to 1 once shifted past 16
     assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 9, 2) == 1024
     assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 7, 2) == 1024 + (63 * 1024 >> 14)
-    # damp 1: the count stops at LOSSES_MAX, so F - 1 is shifted 15 times at most
-    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 40, 1) == 1024 + (63 * 1024 >> 15) == 1025
+    # damp 1: 15 losses leave F - 1 = 1/1024 of the steepest F, 16 nothing
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 15, 1) == 1024 + (63 * 1024 >> 15) == 1025
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 300, 1) == 1024

@@ -70,7 +70,7 @@
 #ifndef MLTCP_DAMP           /* searching: each loss episode divides F - 1 by 2^MLTCP_DAMP (0: off) */
 #define MLTCP_DAMP 0
 #endif
-#define MLTCP_LOSSES_MAX 15	/* the loss-episode count saturates here (4 bits of mltcp_state) */
+#define MLTCP_LOSSES_MAX 255	/* the loss-episode count saturates here (8 bits of mltcp_state) */
 #define MLTCP_DAMP_SHIFT_MAX 31	/* F - 1 < 2^16 (F <= 64): any shift past 16 leaves 0 */
 
 #define MLTCP_STR2(x) #x
@@ -203,10 +203,11 @@ struct mltcp_state {
 	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
 	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
-	__u32 iter : 28;	/* current iteration number, 0 = no data sent yet */
-	__u32 losses : 4;	/* loss episodes (fast recovery, timeouts) in the current iteration,
+	__u32 iter : 24;	/* current iteration number, 0 = no data sent yet (wraps after 2^24) */
+	__u32 losses : 8;	/* loss episodes (fast recovery, timeouts) in the current iteration,
 				 * saturating at MLTCP_LOSSES_MAX: the room for it, as CUBIC's
-				 * private state leaves none beside these 40 bytes */
+				 * private state leaves none beside these 40 bytes; 25 MB
+				 * iterations on an overloaded link see more than 15 */
 	__u32 rate_ref;		/* adaptive, bytes per us x1024: searching, the best iteration's rate;
 				 * not searching, the usual one's (a moving average; 0: not yet) */
 	__u16 sport;		/* local port, saved because it reads 0 in release() */
