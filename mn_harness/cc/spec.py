@@ -17,9 +17,10 @@ from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp")
 _SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
+MAX_DAMP = 8  # F - 1 halved 8 times per loss: below 1/8 of a segment per RTT after one loss
 
 
 def parse_idle_gap(value, path: str) -> float:
@@ -37,6 +38,16 @@ def _flag(value, path: str) -> bool:
     if text in ("false", "off", "no", "0"):
         return False
     raise CCConfigError(f"{path}", f"expected true or false, got {value!r}")
+
+
+def _damp(value, path: str) -> int:
+    """A whole number 0..MAX_DAMP (YAML integer, or its digits in the one-string form)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise CCConfigError(f"{path}", f"expected a whole number 0..{MAX_DAMP}, got {value!r}")
+    text = str(value).strip()
+    if not text.isdigit() or not 0 <= int(text) <= MAX_DAMP:
+        raise CCConfigError(f"{path}", f"expected a whole number 0..{MAX_DAMP}, got {value!r}")
+    return int(text)
 
 
 def _number(value, path: str) -> float:
@@ -59,6 +70,7 @@ class Resolved(NamedTuple):
     idle_gap_s: float
     restart: bool
     adapt: bool
+    damp: int
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,10 @@ class CCSpec:
     # The step that adapts: the socket searches (slope, restart) while that makes its iterations
     # faster, and runs as its base CC otherwise (docs/cc.md#the-adaptive-step). None: default
     adapt: bool | None = None
+    # The loss-damped search: while searching, each loss episode (fast recovery, a timeout) of an
+    # iteration divides F's part above 1 by 2**damp for the rest of it (docs/cc.md#the-adaptive-step).
+    # None: the variant's default
+    damp: int | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -88,7 +104,8 @@ class CCSpec:
 
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
-        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart, adapt}, or
+        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart, adapt,
+        damp}, or
         the same in one string, `name:key=value:...` (e.g. `mltcp-reno:slope=8:idle_gap=100ms`),
         so a command line's comma-separated --cc list and a sweep's CC labels can carry
         parameters."""
@@ -115,14 +132,16 @@ class CCSpec:
             if value.get("idle_gap") is not None else None
         switches = {key: _flag(value[key], f"{path}.{key}") if value.get(key) is not None else None
                     for key in _SWITCHES}
+        damp = _damp(value["damp"], f"{path}.damp") if value.get("damp") is not None else None
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
         for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                               ("idle_gap_s", gap), *switches.items(), ("idle_gap_derived", False)):
+                               ("idle_gap_s", gap), *switches.items(), ("damp", damp),
+                               ("idle_gap_derived", False)):
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
         return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=switches["restart"],
-                   adapt=switches["adapt"])
+                   adapt=switches["adapt"], damp=damp)
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -135,7 +154,7 @@ class CCSpec:
             for key in _SWITCHES:
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take {key}, not {name}")
-            for key in ("slope", "intercept"):
+            for key in ("slope", "intercept", "damp"):
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "
                                         f"{key}, not {name}")
@@ -152,6 +171,9 @@ class CCSpec:
         if slope + intercept <= 0:
             raise CCConfigError(f"{path}.slope", f"slope + intercept must be > 0 so F stays "
                                 f"positive over the iteration, got {slope + intercept}")
+        if self.damp is not None and (isinstance(self.damp, bool) or not isinstance(self.damp, int)
+                                      or not 0 <= self.damp <= MAX_DAMP):
+            raise CCConfigError(f"{path}.damp", f"expected a whole number 0..{MAX_DAMP}, got {self.damp!r}")
         if self.idle_gap_s is not None and not 0 < self.idle_gap_s <= 10:
             raise CCConfigError(f"{path}.idle_gap", f"{self.idle_gap_s}s outside (0, 10s]")
 
@@ -199,6 +221,7 @@ class CCSpec:
             variant.default_idle_gap_s if self.idle_gap_s is None else self.idle_gap_s,
             variant.default_restart if self.restart is None else self.restart,
             variant.default_adapt if self.adapt is None else self.adapt,
+            variant.default_damp if self.damp is None else self.damp,
         )
 
 

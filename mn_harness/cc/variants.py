@@ -41,6 +41,10 @@ DEFAULT_SLOPE = 32.0
 DEFAULT_INTERCEPT = 1.0
 DEFAULT_RESTART = True
 DEFAULT_ADAPT = True
+# The loss-damped search (mltcp_common.h MLTCP_DAMP): while searching, each loss episode of an
+# iteration halves F - 1 `damp` times. 0 (off) until measured by name
+# (docs/notebook/2026-12-05-loss-damped-search.md).
+DEFAULT_DAMP = 0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
@@ -85,6 +89,7 @@ class Variant:
     default_idle_gap_s: float = DEFAULT_IDLE_GAP_S
     default_restart: bool = DEFAULT_RESTART
     default_adapt: bool = DEFAULT_ADAPT
+    default_damp: int = DEFAULT_DAMP
 
 
 BPF_VARIANTS: dict[str, Variant] = {

@@ -51,7 +51,7 @@ CPU_COLUMNS = ("t", "interval_s", "busy", "steal")
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
 CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
                         "final", "iteration", "kernel_name", "learned_bytes_per_iteration",
-                        "params", "rto", "slope", "src", "start_s")
+                        "losses", "params", "rto", "slope", "src", "start_s")
 
 
 def queue_columns(job_names: Iterable[str]) -> list[str]:

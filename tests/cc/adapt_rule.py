@@ -1,6 +1,7 @@
-"""The adaptive step's rule (mltcp_common.h mltcp_adapt) in Python, in the kernel's integer
-arithmetic: the root tests check the kernel's state per telemetry row against it, the unit tests
-check it does what docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
+"""The adaptive step's rule (mltcp_common.h mltcp_adapt; mltcp_set_state's loss count and
+mltcp_factor's F, damped by it) in Python, in the kernel's integer arithmetic: the root tests check
+the kernel's state and F per telemetry row against it, the unit tests check it does what
+docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
 
 from __future__ import annotations
 
@@ -8,6 +9,32 @@ from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, AD
 
 RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row that start a search
 U32_MAX = 2**32 - 1
+LOSSES_MAX = 255  # mltcp_common.h MLTCP_LOSSES_MAX: the loss-episode count saturates (8 bits)
+DAMP_SHIFT_MAX = 31  # MLTCP_DAMP_SHIFT_MAX
+# include/net/tcp.h enum tcp_ca_state: what the CC's set_state is told
+CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)
+
+
+def loss_episodes(states: list[int]) -> int:
+    """An iteration's loss-episode count from the states set_state was told during it: each
+    fast recovery or timeout (ECN's window reduction, CWR, is none), saturating at LOSSES_MAX."""
+    return min(sum(s in (CA_RECOVERY, CA_LOSS) for s in states), LOSSES_MAX)
+
+
+def factor_fp(done: int, believed: int, searching: bool, slope: float, intercept: float,
+              losses: int = 0, damp: int = 0) -> int:
+    """F x1024 (mltcp_factor) after `done` bytes of an iteration whose bytes were estimated at
+    `believed` (0: not learned yet) with `losses` loss episodes so far: intercept + slope x
+    done/believed (the ratio capped at 1) while the socket searches, its part above 1 divided by
+    2**(damp x losses); as the base CC 1."""
+    one = 1024
+    if not believed or not searching:
+        return one
+    ratio = min((done << 10) // believed, one)
+    f = max(1, min(round(intercept * one) + ((round(slope * one) * ratio) >> 10), 64 * one))
+    if damp and losses and f > one:
+        f = one + ((f - one) >> min(damp * min(losses, LOSSES_MAX), DAMP_SHIFT_MAX))
+    return f
 
 
 def row_rate(row: dict) -> int:

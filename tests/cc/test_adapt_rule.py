@@ -6,7 +6,19 @@ from __future__ import annotations
 import re
 
 from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_PATIENCE
-from tests.cc.adapt_rule import RELAPSE, adapt_states, row_rate
+from tests.cc.adapt_rule import (
+    CA_CWR,
+    CA_DISORDER,
+    CA_LOSS,
+    CA_OPEN,
+    CA_RECOVERY,
+    LOSSES_MAX,
+    RELAPSE,
+    adapt_states,
+    factor_fp,
+    loss_episodes,
+    row_rate,
+)
 
 FAST, SLOW = 25_000, 15_000  # x1024 bytes per us: 200 Mbit/s, and 0.6 of it (a collision)
 
@@ -114,3 +126,50 @@ def test_a_relapse_search_a_timeout_ended_doubles_the_next_relapses_count_once_m
 def test_without_timeouts_the_rule_is_the_one_before():
     kinds = "F" * 12 + "SS" + "F" * 10 + "SSSS" + "FF"
     assert run_t(kinds) == run(kinds)
+
+
+SLOPE, INTERCEPT = 32.0, 1.0  # the defaults by name (variants.DEFAULT_SLOPE, DEFAULT_INTERCEPT)
+BELIEVED = 2_000_000
+
+
+def steep(done: int, losses: int = 0, damp: int = 0, searching: bool = True) -> int:
+    return factor_fp(done, BELIEVED, searching, SLOPE, INTERCEPT, losses, damp)
+
+
+def test_fast_recovery_and_timeouts_are_loss_episodes_ecn_is_not():
+    assert loss_episodes([CA_DISORDER, CA_RECOVERY, CA_OPEN, CA_LOSS, CA_LOSS, CA_OPEN]) == 3
+    assert loss_episodes([CA_CWR, CA_OPEN, CA_CWR, CA_DISORDER, CA_OPEN]) == 0  # DCTCP's marks
+    assert loss_episodes([CA_RECOVERY] * 300) == LOSSES_MAX == 255  # saturates (8 bits)
+
+
+def test_f_rises_from_the_intercept_to_slope_plus_intercept_without_losses():
+    assert [steep(d) for d in (0, BELIEVED // 2, BELIEVED, 2 * BELIEVED)] == \
+        [1024, 17 * 1024, 33 * 1024, 33 * 1024]  # the ratio is capped at 1
+    assert factor_fp(BELIEVED, 0, True, SLOPE, INTERCEPT, 3, 1) == 1024  # nothing learned yet
+
+
+def test_each_loss_halves_fs_part_above_one_damp_times():
+    # damp 1: 33 -> 17 -> 9 -> 5 -> 3 -> 2 (F - 1 halved per loss)
+    assert [steep(BELIEVED, n, 1) for n in range(6)] == [1024 * f for f in (33, 17, 9, 5, 3, 2)]
+    # damp 2: a quarter per loss; half-way through the iteration (F 17): 17 -> 5 -> 2
+    assert [steep(BELIEVED // 2, n, 2) for n in range(3)] == [1024 * f for f in (17, 5, 2)]
+    # in fixed point: the part above 1 is shifted, not F
+    assert steep(BELIEVED // 3, 1, 1) == 1024 + (steep(BELIEVED // 3) - 1024) // 2
+
+
+def test_damp_0_is_the_undamped_rule_and_the_base_cc_stays_at_one():
+    for done in (0, BELIEVED // 3, BELIEVED):
+        assert {steep(done, n, 0) for n in range(LOSSES_MAX + 1)} == {steep(done)}
+    assert {steep(BELIEVED, n, d, searching=False) for n in range(4) for d in range(9)} == {1024}
+
+
+def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_overflows():
+    assert steep(BELIEVED, 1, 8) == 1024 + (32 * 1024 >> 8)  # one loss: F - 1 = 1/8
+    assert steep(BELIEVED, 2, 8) == 1024  # like 1755c7c's calm from the second loss
+    assert steep(BELIEVED, 99, 8) == 1024  # count and shift saturate
+    # the steepest F the spec allows (slope 63 + intercept 1 = 64) damps to 1 once shifted past 16
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 9, 2) == 1024
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 7, 2) == 1024 + (63 * 1024 >> 14)
+    # damp 1: 15 losses leave F - 1 = 1/1024 of the steepest F, 16 nothing
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 15, 1) == 1024 + (63 * 1024 >> 15) == 1025
+    assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 300, 1) == 1024

@@ -27,7 +27,7 @@ from mn_harness.cc.manager import (
     unregister_by_name,
 )
 from mn_harness.cc.spec import CCSpec
-from tests.cc.adapt_rule import adapt_states, row_rate
+from tests.cc.adapt_rule import adapt_states, factor_fp, row_rate
 
 pytestmark = pytest.mark.root
 
@@ -143,7 +143,10 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
     # in two halves, the second `stall` seconds after the first was acknowledged (shorter than
     # the idle gap: the same iteration, at a lower rate); T (not the first) at once, into a
     # blackhole route in namespace `router` that goes away after 0.5 s: the kernel's minimum
-    # RTO is 200 ms, so the sender times out (once or twice) inside the iteration
+    # RTO is 200 ms, so the sender times out (once or twice) inside the iteration; L (not the
+    # first) at once, the route a blackhole for 2 ms from about 10 ms into the iteration (which
+    # takes 80 ms): the packets sent then are lost and the later ones' SACKs (or the tail loss
+    # probe's) repair them in fast recovery, inside the iteration
     import fcntl, subprocess, termios
     def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
         return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
@@ -156,12 +159,19 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
             time.sleep(pause)
             if kind == "T":
                 blackhole("add"); threading.Timer(0.5, blackhole, args=("del",)).start()
+            if kind == "L":
+                cut = threading.Thread(target=subprocess.run, args=(
+                    ["ip", "netns", "exec", router, "sh", "-c",
+                     f"sleep 0.01; ip route add blackhole {host}/32; sleep 0.002; "
+                     f"ip route del blackhole {host}/32"],), kwargs={"check": True})
+                cut.start()
             s.sendall(half)
         if kind == "S":
             while unacked(s): time.sleep(0.001)
             time.sleep(stall)
         s.sendall(half)
         if s.recv(1) != b"k": raise SystemExit("sink went away")
+        if kind == "L": cut.join()
     print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
@@ -588,3 +598,38 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
 # DCTCP's response to ECN marks needs a marking bottleneck, which this kernel lacks (no RED):
 # it is tested on BMv2's marking queue in tests/p4/test_harness_bmv2.py (dctcp keeps the
 # bottleneck near the threshold where cubic fills it).
+
+
+@pytest.mark.parametrize("damp", [0, 1])
+def test_losses_damp_a_searching_iterations_f(net, manager, damp):
+    """The loss-damped search (`damp`, mltcp_common.h mltcp_factor) on one connection whose
+    iterations are fast (F), lose packets that fast recovery repairs (L: the path a blackhole for
+    2 ms) or time out (T), in the first search and as the base CC. Each row's F at its last ACK
+    must be the one the mirror computes from the row's bytes, estimate, state and loss episodes
+    (adapt_rule.factor_fp): with damp 1 a searching row that lost packets has F - 1 halved per
+    loss episode, with damp 0 it reaches F > 20 as without losses; the telemetry counts the loss
+    episodes of every L and T row, searching or not."""
+    import re
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp)
+    assert spec.resolved().damp == damp and spec.resolved().slope == 32
+    kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF"
+    mine = one_connection_rows(manager, "pattern", 5208 + damp, 0.2, 0.06, 2_000_000, kinds, NS_R, spec=spec)
+    assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
+        [(r["iteration"], r["bytes"]) for r in mine]
+    complete = [r for r in mine if not r["final"]]
+    got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in complete)
+    assert re.fullmatch("S{9,10}b+", got), got
+    losses = [r["losses"] for r in complete]
+    f_last = [round(r["f_last"] * 1024) for r in complete]
+    assert f_last == [factor_fp(r["bytes"], r["believed_bytes_per_iteration"] or 0, g == "S", 32, 1,
+                                r["losses"], damp) for r, g in zip(complete, got, strict=True)], (f_last, losses)
+    # every L and T iteration lost packets, searching or not
+    assert all(n >= 1 for n, k in zip(losses, kinds, strict=False) if k in "LT"), (losses, kinds)
+    lossy = [f for f, r, g in zip(f_last, complete, got, strict=True)
+             if g == "S" and r["losses"] and r["believed_bytes_per_iteration"]]  # F = 1 before an estimate
+    assert lossy, (losses, got)
+    if damp:  # halved at least once: F <= 17
+        assert all(f <= 17 * 1024 for f in lossy), (f_last, losses)
+    else:  # the rule before damp: up to 33 whatever the losses
+        assert all(f > 20 * 1024 for f in lossy), (f_last, losses)
+    assert all(f == 1024 for f, g in zip(f_last, got, strict=True) if g == "b"), (f_last, got)

@@ -7,6 +7,7 @@ from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.spec import CCSpec, parse_idle_gap
 from mn_harness.cc.variants import (
     DEFAULT_ADAPT,
+    DEFAULT_DAMP,
     DEFAULT_IDLE_GAP_S,
     DEFAULT_INTERCEPT,
     DEFAULT_RESTART,
@@ -28,7 +29,8 @@ def test_mapping_with_parameters():
     assert (spec.name, spec.slope, spec.intercept, spec.idle_gap_s) == \
         ("mltcp-cubic", 2.0, 0.25, 0.005)
     assert CCSpec("mltcp-reno").resolved() == (DEFAULT_SLOPE, DEFAULT_INTERCEPT,
-                                               DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT)
+                                               DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT,
+                                               DEFAULT_DAMP)
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
@@ -49,9 +51,29 @@ def test_restart_and_adapt_are_flags_of_the_mltcp_variants_and_part_of_the_ident
     assert CCSpec.from_dict({"name": "mltcp-reno", "restart": False}, "x").restart is False
     fixed = CCSpec.from_dict("mltcp-dctcp:adapt=off", "--cc")
     assert fixed.adapt is False and not fixed.resolved().adapt and fixed.resolved().restart
-    assert CCSpec("mltcp-dctcp").resolved()[3:] == (True, True)
-    assert CCSpec("dctcp").resolved()[3:] == (False, False)
+    assert CCSpec("mltcp-dctcp").resolved()[3:5] == (True, True)
+    assert CCSpec("dctcp").resolved()[3:5] == (False, False)
     assert fixed != CCSpec("mltcp-dctcp") != CCSpec("mltcp-dctcp", adapt=True)
+
+
+def test_damp_is_a_whole_number_of_the_mltcp_variants_and_part_of_the_identity():
+    """0..8 in a mapping or the one string; None: the variant's default (0, off, for now)."""
+    spec = CCSpec.from_dict("mltcp-reno:damp=2", "--cc")
+    assert spec == CCSpec.from_dict({"name": "mltcp-reno", "damp": 2}, "--cc") == CCSpec("mltcp-reno", damp=2)
+    assert spec.resolved().damp == 2 and CCSpec("mltcp-reno").resolved().damp == DEFAULT_DAMP == 0
+    assert spec != CCSpec("mltcp-reno") != CCSpec("mltcp-reno", damp=0)
+    assert CCSpec.from_dict("mltcp-dctcp:damp=0:slope=32", "--cc").damp == 0
+    assert CCSpec.from_dict({"name": "mltcp-cubic", "damp": "8"}, "x").resolved().damp == 8
+
+
+def test_damp_reaches_the_compiled_instance_and_0_keeps_the_instances_name():
+    from mn_harness.cc.build import fixed_params, instance_tag
+
+    tags = {d: instance_tag(CCSpec("mltcp-reno", damp=d)) for d in (0, 1, 2)}
+    assert len(set(tags.values())) == 3
+    assert tags[0] == instance_tag(CCSpec("mltcp-reno"))  # the default by name: the same program
+    assert fixed_params(CCSpec("mltcp-dctcp", damp=2))[-1] == 2
+    assert fixed_params(CCSpec("dctcp"))[-1] == 0
 
 
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),
@@ -94,6 +116,15 @@ def test_durations(text, seconds):
     ("mltcp-reno:adapt=sometimes", "jobs[0].cc.adapt:"),
     ({"name": "dctcp", "adapt": False}, "jobs[0].cc.adapt:"),
     ("reno:adapt=on", "jobs[0].cc.adapt:"),
+    ("mltcp-reno:damp=9", "jobs[0].cc.damp:"),
+    ("mltcp-reno:damp=-1", "jobs[0].cc.damp:"),
+    ("mltcp-reno:damp=1.5", "jobs[0].cc.damp:"),
+    ("mltcp-reno:damp=lots", "jobs[0].cc.damp:"),
+    ({"name": "mltcp-reno", "damp": True}, "jobs[0].cc.damp:"),
+    ({"name": "mltcp-reno", "damp": 1.0}, "jobs[0].cc.damp:"),
+    ({"name": "mltcp-reno", "damp": 12}, "jobs[0].cc.damp:"),
+    ({"name": "dctcp", "damp": 1}, "jobs[0].cc.damp:"),
+    ("reno:damp=1", "jobs[0].cc.damp:"),
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):
@@ -109,6 +140,8 @@ def test_direct_construction_is_validated_too():
         CCSpec("mltcp-reno", intercept=-1)
     with pytest.raises(CCConfigError):
         CCSpec("quic")
+    with pytest.raises(CCConfigError, match=r"^cc\.damp:"):
+        CCSpec("mltcp-reno", damp=9)
 
 
 def test_idle_gap_default_is_derived_from_the_job_compute_time():

@@ -67,6 +67,11 @@
 #ifndef MLTCP_ADAPT_BACKOFF_MAX /* the most collided iterations in a row a new search can need */
 #define MLTCP_ADAPT_BACKOFF_MAX 64
 #endif
+#ifndef MLTCP_DAMP           /* searching: each loss episode divides F - 1 by 2^MLTCP_DAMP (0: off) */
+#define MLTCP_DAMP 0
+#endif
+#define MLTCP_LOSSES_MAX 255	/* the loss-episode count saturates here (8 bits of mltcp_state) */
+#define MLTCP_DAMP_SHIFT_MAX 31	/* F - 1 < 2^16 (F <= 64): any shift past 16 leaves 0 */
 
 #define MLTCP_STR2(x) #x
 #define MLTCP_STR(x) MLTCP_STR2(x)
@@ -198,7 +203,11 @@ struct mltcp_state {
 	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
 	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
-	__u32 iter;		/* current iteration number, 0 = no data sent yet */
+	__u32 iter : 24;	/* current iteration number, 0 = no data sent yet (wraps after 2^24) */
+	__u32 losses : 8;	/* loss episodes (fast recovery, timeouts) in the current iteration,
+				 * saturating at MLTCP_LOSSES_MAX: the room for it, as CUBIC's
+				 * private state leaves none beside these 40 bytes; 25 MB
+				 * iterations on an overloaded link see more than 15 */
 	__u32 rate_ref;		/* adaptive, bytes per us x1024: searching, the best iteration's rate;
 				 * not searching, the usual one's (a moving average; 0: not yet) */
 	__u16 sport;		/* local port, saved because it reads 0 in release() */
@@ -226,6 +235,8 @@ struct mltcp_row {
 	__u32 final;		/* 1: written when the socket closed (iteration may be partial) */
 	__u32 slope_fp;		/* the slope (x1024) in effect during the iteration (0: base CC) */
 	__u32 rto;		/* 1: the iteration had a retransmission timeout (TCP_CA_Loss) */
+	__u32 losses;		/* loss episodes in the iteration (set_state: Recovery or Loss) */
+	__u32 pad;
 };
 
 struct {
@@ -249,6 +260,7 @@ static __always_inline void mltcp_init(struct sock *sk)
 	st->last_ack_ns = 0;
 	st->learned = 0;
 	st->iter = 0;
+	st->losses = 0;
 	st->rate_ref = 0;
 	st->sport = 0;
 	st->flags = 0;
@@ -265,7 +277,15 @@ static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
 	return MLTCP_SLOPE_FP;
 }
 
-/* F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. */
+/*
+ * F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. The loss-damped search
+ * (MLTCP_DAMP, docs/cc.md#the-adaptive-step): while the socket searches, each loss episode of the
+ * iteration halves F's part above 1 MLTCP_DAMP times: F = 1 + (F - 1) >> (MLTCP_DAMP * losses).
+ * Where no schedule exists a search that keeps its F of up to 33 through its own losses pushes
+ * its rivals (running as their base CC) into timeouts; setting F = 1 at the first loss stopped
+ * that but also took the steep step from jobs that overlap while they part (they lose packets
+ * too), so each loss takes a share of the step instead of all of it.
+ */
 static __always_inline __u32 mltcp_factor(const struct sock *sk)
 {
 #if MLTCP_SCALE
@@ -284,6 +304,15 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 		f = 1;
 	if (f > (64 << MLTCP_FP_SHIFT))
 		f = 64 << MLTCP_FP_SHIFT;
+#if MLTCP_DAMP
+	if (f > MLTCP_FP_ONE && st->losses) {
+		__u32 shift = MLTCP_DAMP * st->losses;
+
+		if (shift > MLTCP_DAMP_SHIFT_MAX)
+			shift = MLTCP_DAMP_SHIFT_MAX;
+		f = MLTCP_FP_ONE + ((f - MLTCP_FP_ONE) >> shift);
+	}
+#endif
 	return (__u32)f;
 #else
 	return MLTCP_FP_ONE;
@@ -328,6 +357,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.final = final;
 	row.slope_fp = (__u32)mltcp_slope_fp(st);
 	row.rto = (st->flags & MLTCP_F_RTO) ? 1 : 0;
+	row.losses = st->losses;
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
@@ -492,6 +522,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
 	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO);
 	st->flags &= ~MLTCP_F_RTO;
+	st->losses = 0;
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
@@ -504,12 +535,19 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 /*
  * Called from each variant's set_state: TCP_CA_Loss is a retransmission timeout
  * (tcp_enter_loss; set_state sees it also where CA_EVENT_LOSS is not sent, a timeout during
- * fast recovery).
+ * fast recovery). A loss episode is fast recovery (TCP_CA_Recovery) or a timeout (each
+ * TCP_CA_Loss, also a timeout repeated before the first was repaired); ECN's window reduction
+ * (TCP_CA_CWR, DCTCP's answer to marks) is none. Counted in every iteration, searching or not
+ * (telemetry); only a search's F is damped by them (mltcp_factor).
  */
 static __always_inline void mltcp_set_state(struct sock *sk, __u8 new_state)
 {
+	struct mltcp_state *st = mltcp_st(sk);
+
 	if (new_state == TCP_CA_Loss)
-		mltcp_st(sk)->flags |= MLTCP_F_RTO;
+		st->flags |= MLTCP_F_RTO;
+	if ((new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) && st->losses < MLTCP_LOSSES_MAX)
+		st->losses++;
 }
 
 /* Called from each variant's pkts_acked: remembers when data was last acknowledged. */
@@ -531,6 +569,9 @@ static __always_inline void mltcp_release(struct sock *sk)
 	if (bytes)
 		mltcp_write_row(sk, st, bytes, st->learned, mltcp_factor(sk), 1);
 }
+
+_Static_assert(sizeof(struct mltcp_state) == 40, "mltcp_state grew: CUBIC's private state needs its 64 bytes");
+_Static_assert(MLTCP_DAMP >= 0 && MLTCP_DAMP <= 8, "MLTCP_DAMP outside 0..8");
 
 #define MLTCP_ASSERT_FITS(type) \
 	_Static_assert(sizeof(type) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv), \
