@@ -104,11 +104,10 @@ class CCSpec:
 
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
-        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart, adapt,
-        damp}, or
-        the same in one string, `name:key=value:...` (e.g. `mltcp-reno:slope=8:idle_gap=100ms`),
-        so a command line's comma-separated --cc list and a sweep's CC labels can carry
-        parameters."""
+        """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart,
+        adapt, damp}, or the same in one string, `name:key=value:...` (e.g.
+        `mltcp-reno:slope=8:idle_gap=100ms`), so a command line's comma-separated --cc list and a
+        sweep's CC labels can carry parameters."""
         if isinstance(value, str) and ":" in value:
             return cls.from_dict(_inline_mapping(value, path), path)
         if isinstance(value, str):
