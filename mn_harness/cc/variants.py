@@ -42,8 +42,10 @@ DEFAULT_INTERCEPT = 1.0
 DEFAULT_RESTART = True
 DEFAULT_ADAPT = True
 # The loss-damped search (mltcp_common.h MLTCP_DAMP): while searching, each loss episode of an
-# iteration halves F - 1 `damp` times. 0 (off) until measured by name
-# (docs/notebook/2026-12-05-loss-damped-search.md).
+# iteration halves F - 1 `damp` times. Off by name: damp 2 brought overload's p99 gain over reno
+# from 0.76x to 0.96x but took 3jobs-slack-sync's mean gain (1.05x against 1.11-1.23x, 1 of 7
+# runs apart by 10 against 4 of 7): the first search of jobs that can part loses as often as a
+# search where none can (docs/notebook/2026-12-05-loss-damped-search.md).
 DEFAULT_DAMP = 0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
