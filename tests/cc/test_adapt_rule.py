@@ -165,7 +165,7 @@ def test_damp_0_is_the_undamped_rule_and_the_base_cc_stays_at_one():
 
 def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_overflows():
     assert steep(BELIEVED, 1, 8) == 1024 + (32 * 1024 >> 8)  # one loss: F - 1 = 1/8
-    assert steep(BELIEVED, 2, 8) == 1024  # like 1755c7c's calm from the second loss
+    assert steep(BELIEVED, 2, 8) == 1024  # two losses: the base CC's increase
     assert steep(BELIEVED, 99, 8) == 1024  # count and shift saturate
     # the steepest F the spec allows (slope 63 + intercept 1 = 64) damps to 1 once shifted past 16
     assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 9, 2) == 1024
