@@ -27,6 +27,39 @@ def test_pps_for_rate():
         pps_for_rate(0)
 
 
+def test_picked_ports_are_below_the_ephemeral_range_and_never_repeat():
+    """A switch's listening port must not be one an outgoing connection can take meanwhile."""
+    from mn_harness.p4.bmv2 import net
+    low = net._ephemeral_low()
+    ports = [pick_free_port() for _ in range(50)]
+    assert len(set(ports)) == len(ports)
+    if low - net.LISTEN_PORTS_FLOOR >= 1000:
+        assert all(net.LISTEN_PORTS_FLOOR <= p < low for p in ports)
+
+
+def test_picked_port_skips_a_port_in_use(monkeypatch):
+    import socket
+
+    from mn_harness.p4.bmv2 import net
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    taken = busy.getsockname()[1]
+    choices = iter([taken, taken + 1 if taken + 1 < 65536 else taken - 1])
+    monkeypatch.setattr(net, "_ephemeral_low", lambda: 65536)
+    monkeypatch.setattr(net.random.SystemRandom, "randrange", lambda self, a, b: next(choices))
+    try:
+        assert pick_free_port() != taken
+    finally:
+        busy.close()
+
+
+def test_picked_port_comes_from_the_kernel_when_nothing_lies_below_the_range(monkeypatch):
+    from mn_harness.p4.bmv2 import net
+    monkeypatch.setattr(net, "_ephemeral_low", lambda: 1024)
+    port = pick_free_port()
+    assert net._bindable(port) and port not in (pick_free_port(), pick_free_port())
+
+
 def test_switch_command_line():
     tc = Toolchain({"simple_switch_grpc": "/x/simple_switch_grpc"})
     sw = BMv2Switch("s1", 3, {2: "p4t-s1-2", 1: "p4t-s1-1"}, grpc_port=50001,

@@ -1,4 +1,4 @@
-"""Sockets and interfaces around a BMv2 switch: free ports, readiness probes, veth offloads.
+"""Sockets and interfaces around a BMv2 switch: free listening ports, readiness probes, veth offloads.
 
 A switch is ready when its gRPC server accepts connections (TCP or unix socket); its Thrift
 server, inside a network namespace, listens on that namespace's own loopback, which the root
@@ -6,20 +6,59 @@ namespace cannot connect to, so its readiness is read from /proc/<pid>/net/tcp i
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from mn_harness.p4.errors import ToolchainMissing
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_FLOOR = 10000   # below it sit well-known services' ports
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
 
 def pick_free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on every local address right now, below the kernel's ephemeral range.
+
+    A port the kernel picks for a bind is an ephemeral one, which any outgoing connection
+    (a gRPC client, a probe of another switch) may take as its source port before the switch
+    binds it; a port below that range is never given to a connection. Ports handed out by this
+    process are not handed out again, so two switches started together do not collide."""
+    low = _ephemeral_low()
+    with _handed_out_lock:
+        if low - LISTEN_PORTS_FLOOR >= 1000:
+            rng = random.SystemRandom()
+            for _ in range(200):
+                port = rng.randrange(LISTEN_PORTS_FLOOR, low)
+                if port not in _handed_out and _bindable(port):
+                    _handed_out.add(port)
+                    return port
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # no room below the range
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        _handed_out.add(port)
+        return port
 
 
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
