@@ -3,6 +3,7 @@ stand-in shell scripts for simple_switch_grpc and simple_switch_CLI (the real on
 *_bmv2.py tests)."""
 
 import os
+import time
 
 import pytest
 
@@ -128,6 +129,21 @@ def test_switch_never_ready_times_out_and_is_stopped(tmp_path):
                     toolchain=Toolchain({"simple_switch_grpc": fake}))
     with pytest.raises(SwitchStartError, match=r"not accepting after 1s(.|\n)*starting forever"):
         sw.start(timeout=1)
+    assert not sw.running and sw.pid is None
+
+
+def test_switch_whose_port_was_taken_fails_at_once(tmp_path):
+    fake = script(tmp_path / "simple_switch_grpc", """
+        echo "Thrift returned an exception when trying to bind to port 9"
+        echo "The exception is: Could not bind: Address already in use"
+        exec sleep 60
+        """)
+    sw = BMv2Switch("s1", 1, {}, pick_free_port(), pick_free_port(),
+                    toolchain=Toolchain({"simple_switch_grpc": fake}))
+    t0 = time.monotonic()
+    with pytest.raises(SwitchStartError, match=r"taken by another process(.|\n)*Could not bind"):
+        sw.start(timeout=20)
+    assert time.monotonic() - t0 < 10
     assert not sw.running and sw.pid is None
 
 

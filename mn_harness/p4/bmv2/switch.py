@@ -212,6 +212,12 @@ class BMv2Switch:
                                        f"starting: {' '.join(cmd)}\n--- log tail ---\n{tail}")
             if self._grpc_ready():
                 return self
+            if self._bind_failed():
+                tail = self.log_tail()
+                self.stop()
+                raise SwitchStartError(f"BMv2 {self.name}: a port it listens on was taken by "
+                                       f"another process while it started: {' '.join(cmd)}\n"
+                                       f"--- log tail ---\n{tail}")
             if time.monotonic() > deadline:
                 tail = self.log_tail()
                 self.stop()
@@ -248,6 +254,11 @@ class BMv2Switch:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def _bind_failed(self) -> bool:
+        """BMv2 keeps running, never ready, when its Thrift server cannot bind: fail at once."""
+        path = self._out_path
+        return bool(path and path.is_file() and b"Could not bind" in path.read_bytes()[-20000:])
 
     def log_tail(self, lines: int = 30) -> str:
         texts = []
