@@ -49,7 +49,7 @@ STRUCT_OPS_IN_USE = "BPF_STRUCT_OPS_STATE_INUSE"  # registered (TOBEFREE: unregi
 FREE_WAIT_S = 15.0  # how long release_struct_ops waits for the kernel to free an unregistered map
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,15}$")
 _KEY = struct.Struct("<IIHHI")  # struct mltcp_key
-_ROW = struct.Struct("<QQQQQIIIII4x")  # struct mltcp_row
+_ROW = struct.Struct("<QQQQQIIIIII")  # struct mltcp_row
 
 
 def available_congestion_controls() -> list[str]:
@@ -318,7 +318,7 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
     rows = []
     for elem in json.loads(proc.stdout or "[]"):
         saddr, daddr, sport, dport, iteration = _KEY.unpack(_bytes(elem["key"]))
-        nbytes, believed, learned, start_ns, end_ns, f_fp, final, slope_fp, rto, losses = _ROW.unpack(
+        nbytes, believed, learned, start_ns, end_ns, f_fp, final, slope_fp, rto, losses, count = _ROW.unpack(
             _bytes(elem["value"]))
         rows.append({
             "cc": inst.spec.canonical,
@@ -337,5 +337,6 @@ def _dump_rows(map_id: int, inst: _Instance, exe: str | None) -> list[dict]:
             "final": bool(final),
             "rto": bool(rto),
             "losses": losses,
+            "count": count,
         })
     return rows

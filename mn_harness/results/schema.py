@@ -49,7 +49,7 @@ QUEUE_JOB_PREFIX = "bytes_"
 # cpu.csv: the machine's CPU (all cores) per sampling interval ending at t (mn_harness.fidelity.cpu_load)
 CPU_COLUMNS = ("t", "interval_s", "busy", "steal")
 # cc_telemetry.csv: one row per socket and iteration seen by an MLTCP/BPF congestion control
-CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "dst", "end_s", "f_last",
+CC_TELEMETRY_COLUMNS = ("believed_bytes_per_iteration", "bytes", "cc", "count", "dst", "end_s", "f_last",
                         "final", "iteration", "kernel_name", "learned_bytes_per_iteration",
                         "losses", "params", "rto", "slope", "src", "start_s")
 

@@ -236,7 +236,9 @@ struct mltcp_row {
 	__u32 slope_fp;		/* the slope (x1024) in effect during the iteration (0: base CC) */
 	__u32 rto;		/* 1: the iteration had a retransmission timeout (TCP_CA_Loss) */
 	__u32 losses;		/* loss episodes in the iteration (set_state: Recovery or Loss) */
-	__u32 pad;
+	__u32 count;		/* adaptive: mltcp_state.count during the iteration (searching:
+				 * iterations since the last progress; as the base CC: collided
+				 * iterations in a row) */
 };
 
 struct {
@@ -358,6 +360,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.slope_fp = (__u32)mltcp_slope_fp(st);
 	row.rto = (st->flags & MLTCP_F_RTO) ? 1 : 0;
 	row.losses = st->losses;
+	row.count = st->count;
 	bpf_map_update_elem(&MLTCP_TELEM, &key, &row, BPF_ANY);
 }
 
