@@ -13,14 +13,24 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from mn_harness.cc.errors import CCConfigError
-from mn_harness.cc.variants import BPF_VARIANTS, KERNEL_BUILTINS, canonical_name, idle_gap_for_compute
+from mn_harness.cc.variants import (
+    ADAPT_PATIENCE,
+    BPF_VARIANTS,
+    KERNEL_BUILTINS,
+    canonical_name,
+    idle_gap_for_compute,
+)
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp", "damp_after")
 _SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 MAX_DAMP = 8  # F - 1 halved 8 times per loss: below 1/8 of a segment per RTT after one loss
+# A search ends when its count of iterations without progress reaches the patience, so
+# damp_after = ADAPT_PATIENCE never damps
+MAX_DAMP_AFTER = ADAPT_PATIENCE
+_WHOLE = {"damp": MAX_DAMP, "damp_after": MAX_DAMP_AFTER}  # the whole-number parameters, at most
 
 
 def parse_idle_gap(value, path: str) -> float:
@@ -40,13 +50,13 @@ def _flag(value, path: str) -> bool:
     raise CCConfigError(f"{path}", f"expected true or false, got {value!r}")
 
 
-def _damp(value, path: str) -> int:
-    """A whole number 0..MAX_DAMP (YAML integer, or its digits in the one-string form)."""
+def _whole(value, path: str, most: int) -> int:
+    """A whole number 0..most (YAML integer, or its digits in the one-string form)."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise CCConfigError(f"{path}", f"expected a whole number 0..{MAX_DAMP}, got {value!r}")
+        raise CCConfigError(f"{path}", f"expected a whole number 0..{most}, got {value!r}")
     text = str(value).strip()
-    if not text.isdigit() or not 0 <= int(text) <= MAX_DAMP:
-        raise CCConfigError(f"{path}", f"expected a whole number 0..{MAX_DAMP}, got {value!r}")
+    if not text.isdigit() or not 0 <= int(text) <= most:
+        raise CCConfigError(f"{path}", f"expected a whole number 0..{most}, got {value!r}")
     return int(text)
 
 
@@ -71,6 +81,7 @@ class Resolved(NamedTuple):
     restart: bool
     adapt: bool
     damp: int
+    damp_after: int
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,9 @@ class CCSpec:
     # iteration divides F's part above 1 by 2**damp for the rest of it (docs/cc.md#the-adaptive-step).
     # None: the variant's default
     damp: int | None = None
+    # The damping waits for a stalled search: it applies only in iterations of a search that has
+    # gone damp_after iterations without progress (docs/cc.md#the-adaptive-step). None: default
+    damp_after: int | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -105,7 +119,7 @@ class CCSpec:
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
         """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart,
-        adapt, damp}, or the same in one string, `name:key=value:...` (e.g.
+        adapt, damp, damp_after}, or the same in one string, `name:key=value:...` (e.g.
         `mltcp-reno:slope=8:idle_gap=100ms`), so a command line's comma-separated --cc list and a
         sweep's CC labels can carry parameters."""
         if isinstance(value, str) and ":" in value:
@@ -131,16 +145,17 @@ class CCSpec:
             if value.get("idle_gap") is not None else None
         switches = {key: _flag(value[key], f"{path}.{key}") if value.get(key) is not None else None
                     for key in _SWITCHES}
-        damp = _damp(value["damp"], f"{path}.damp") if value.get("damp") is not None else None
+        whole = {key: _whole(value[key], f"{path}.{key}", most) if value.get(key) is not None else None
+                 for key, most in _WHOLE.items()}
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
         for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                               ("idle_gap_s", gap), *switches.items(), ("damp", damp),
+                               ("idle_gap_s", gap), *switches.items(), *whole.items(),
                                ("idle_gap_derived", False)):
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
         return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=switches["restart"],
-                   adapt=switches["adapt"], damp=damp)
+                   adapt=switches["adapt"], damp=whole["damp"], damp_after=whole["damp_after"])
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -153,7 +168,7 @@ class CCSpec:
             for key in _SWITCHES:
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take {key}, not {name}")
-            for key in ("slope", "intercept", "damp"):
+            for key in ("slope", "intercept", *_WHOLE):
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "
                                         f"{key}, not {name}")
@@ -170,9 +185,11 @@ class CCSpec:
         if slope + intercept <= 0:
             raise CCConfigError(f"{path}.slope", f"slope + intercept must be > 0 so F stays "
                                 f"positive over the iteration, got {slope + intercept}")
-        if self.damp is not None and (isinstance(self.damp, bool) or not isinstance(self.damp, int)
-                                      or not 0 <= self.damp <= MAX_DAMP):
-            raise CCConfigError(f"{path}.damp", f"expected a whole number 0..{MAX_DAMP}, got {self.damp!r}")
+        for key, most in _WHOLE.items():
+            number = getattr(self, key)
+            if number is not None and (isinstance(number, bool) or not isinstance(number, int)
+                                       or not 0 <= number <= most):
+                raise CCConfigError(f"{path}.{key}", f"expected a whole number 0..{most}, got {number!r}")
         if self.idle_gap_s is not None and not 0 < self.idle_gap_s <= 10:
             raise CCConfigError(f"{path}.idle_gap", f"{self.idle_gap_s}s outside (0, 10s]")
 
@@ -221,6 +238,7 @@ class CCSpec:
             variant.default_restart if self.restart is None else self.restart,
             variant.default_adapt if self.adapt is None else self.adapt,
             variant.default_damp if self.damp is None else self.damp,
+            variant.default_damp_after if self.damp_after is None else self.damp_after,
         )
 
 

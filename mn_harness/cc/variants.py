@@ -47,6 +47,10 @@ DEFAULT_ADAPT = True
 # runs apart by 10 against 4 of 7): the first search of jobs that can part loses as often as a
 # search where none can (docs/notebook/2026-12-05-loss-damped-search.md).
 DEFAULT_DAMP = 0
+# The damping waits for a stalled search (mltcp_common.h MLTCP_DAMP_AFTER): a loss damps F only
+# in an iteration of a search that has gone this many iterations without progress. 0: from the
+# search's first iteration on (docs/notebook/2026-12-05-stall-damped-search.md).
+DEFAULT_DAMP_AFTER = 0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
@@ -92,6 +96,7 @@ class Variant:
     default_restart: bool = DEFAULT_RESTART
     default_adapt: bool = DEFAULT_ADAPT
     default_damp: int = DEFAULT_DAMP
+    default_damp_after: int = DEFAULT_DAMP_AFTER
 
 
 BPF_VARIANTS: dict[str, Variant] = {

@@ -1,5 +1,5 @@
 """The adaptive step's rule (mltcp_common.h mltcp_adapt; mltcp_set_state's loss count and
-mltcp_factor's F, damped by it) in Python, in the kernel's integer arithmetic: the root tests check
+mltcp_factor's F, damped by it once a search stalls) in Python, in the kernel's integer arithmetic: the root tests check
 the kernel's state and F per telemetry row against it, the unit tests check it does what
 docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
 
@@ -22,17 +22,18 @@ def loss_episodes(states: list[int]) -> int:
 
 
 def factor_fp(done: int, believed: int, searching: bool, slope: float, intercept: float,
-              losses: int = 0, damp: int = 0) -> int:
+              losses: int = 0, damp: int = 0, count: int = 0, damp_after: int = 0) -> int:
     """F x1024 (mltcp_factor) after `done` bytes of an iteration whose bytes were estimated at
     `believed` (0: not learned yet) with `losses` loss episodes so far: intercept + slope x
     done/believed (the ratio capped at 1) while the socket searches, its part above 1 divided by
-    2**(damp x losses); as the base CC 1."""
+    2**(damp x losses) once the search has gone `damp_after` iterations without progress
+    (`count`, as adapt_trace gives it); as the base CC 1."""
     one = 1024
     if not believed or not searching:
         return one
     ratio = min((done << 10) // believed, one)
     f = max(1, min(round(intercept * one) + ((round(slope * one) * ratio) >> 10), 64 * one))
-    if damp and losses and f > one:
+    if damp and losses and f > one and count >= damp_after:
         f = one + ((f - one) >> min(damp * min(losses, LOSSES_MAX), DAMP_SHIFT_MAX))
     return f
 
@@ -44,20 +45,20 @@ def row_rate(row: dict) -> int:
     return min((row["bytes"] << 10) // max(1, us), U32_MAX)
 
 
-def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
-    """Per iteration rate (and whether it had a retransmission timeout): S while searching, b as
-    the base CC; then the state after the last. Searching: a timeout ends a search a relapse
-    started (not the first); a rate over the best by ADAPT_GAIN is progress, ADAPT_PATIENCE
+def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[tuple[bool, int]]:
+    """Per iteration rate (and whether it had a retransmission timeout): (searching, count) during
+    each iteration, then after the last. Searching: a timeout ends a search a relapse started (not
+    the first); a rate over the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE
     iterations without end the search. As the base CC the usual rate is the first iteration's,
     then moves a quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff
-    rates in a row under it (at most ADAPT_BACKOFF_MAX) start a search whose best so far is the
-    usual rate. The backoff grows by one with every relapse and every search a timeout ended (so
-    it is 0 in the first search)."""
+    rates in a row under it (at most ADAPT_BACKOFF_MAX; count) start a search whose best so far is
+    the usual rate. The backoff grows by one with every relapse and every search a timeout ended
+    (so it is 0 in the first search)."""
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
     ref = count = backoff = 0
-    base, out = False, ""
+    base, out = False, []
     for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
-        out += "b" if base else "S"
+        out.append((not base, count))
         if not base:
             if rto and backoff:
                 base, ref, count = True, 0, 0
@@ -77,4 +78,9 @@ def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
                 backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
         else:
             count, ref = 0, (ref * 3 + rate) // 4
-    return out + ("b" if base else "S")
+    return [*out, (not base, count)]
+
+
+def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
+    """adapt_trace's states as letters: S while searching, b as the base CC."""
+    return "".join("S" if searching else "b" for searching, _ in adapt_trace(rates, rtos))

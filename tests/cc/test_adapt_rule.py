@@ -15,6 +15,7 @@ from tests.cc.adapt_rule import (
     LOSSES_MAX,
     RELAPSE,
     adapt_states,
+    adapt_trace,
     factor_fp,
     loss_episodes,
     row_rate,
@@ -132,8 +133,9 @@ SLOPE, INTERCEPT = 32.0, 1.0  # the defaults by name (variants.DEFAULT_SLOPE, DE
 BELIEVED = 2_000_000
 
 
-def steep(done: int, losses: int = 0, damp: int = 0, searching: bool = True) -> int:
-    return factor_fp(done, BELIEVED, searching, SLOPE, INTERCEPT, losses, damp)
+def steep(done: int, losses: int = 0, damp: int = 0, searching: bool = True, count: int = 0,
+          damp_after: int = 0) -> int:
+    return factor_fp(done, BELIEVED, searching, SLOPE, INTERCEPT, losses, damp, count, damp_after)
 
 
 def test_fast_recovery_and_timeouts_are_loss_episodes_ecn_is_not():
@@ -173,3 +175,32 @@ def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_o
     # damp 1: 15 losses leave F - 1 = 1/1024 of the steepest F, 16 nothing
     assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 15, 1) == 1024 + (63 * 1024 >> 15) == 1025
     assert factor_fp(BELIEVED, BELIEVED, True, 63.0, 1.0, 300, 1) == 1024
+
+
+def counts(kinds: str) -> list[int]:
+    """The count during each iteration (and after the last) of a made-up run."""
+    return [count for _, count in adapt_trace([FAST if k == "F" else SLOW for k in kinds])]
+
+
+def test_the_count_is_the_iterations_since_the_last_progress_during_each_iteration():
+    # steady: the first iteration is progress (no best yet), then none: 0, 0, 1, ... until the
+    # patience ends the search (count back to 0 as the base CC)
+    assert counts("F" * 10) == [0, 0, 1, 2, 3, 4, 5, 6, 7, 0, 0]
+    # slow, then fast: the first fast iteration is progress, the count starts over after it
+    assert counts("SSSSFFFF") == [0, 0, 1, 2, 3, 0, 1, 2, 3]
+    # a search's count never reaches the patience: damp_after = ADAPT_PATIENCE never damps
+    trace = adapt_trace([FAST if k == "F" else SLOW for k in "SSFFFFFFFFFFFSSFFFFFFFFF"])
+    assert max(c for searching, c in trace if searching) == ADAPT_PATIENCE - 1
+
+
+def test_damp_after_k_leaves_the_first_k_iterations_since_progress_undamped():
+    for k in (1, 2, 3):
+        assert [steep(BELIEVED, 2, 1, count=c, damp_after=k) for c in range(k)] == [33 * 1024] * k
+        assert [steep(BELIEVED, 2, 1, count=c, damp_after=k) for c in range(k, ADAPT_PATIENCE)] == \
+            [9 * 1024] * (ADAPT_PATIENCE - k)  # 33 -> 17 -> 9: damped as damp_after 0 damps
+    # damp_after 0: today's rule, whatever the count
+    assert {steep(BELIEVED, 2, 1, count=c) for c in range(ADAPT_PATIENCE)} == {9 * 1024}
+    # it only holds the damping back: no losses, or damp 0, or the base CC: as before
+    assert steep(BELIEVED, 0, 1, count=5, damp_after=2) == steep(BELIEVED, 3, 0, count=5, damp_after=2) \
+        == 33 * 1024
+    assert steep(BELIEVED, 2, 1, searching=False, count=5, damp_after=2) == 1024

@@ -6,8 +6,10 @@ import pytest
 from mn_harness.cc.errors import CCConfigError
 from mn_harness.cc.spec import CCSpec, parse_idle_gap
 from mn_harness.cc.variants import (
+    ADAPT_PATIENCE,
     DEFAULT_ADAPT,
     DEFAULT_DAMP,
+    DEFAULT_DAMP_AFTER,
     DEFAULT_IDLE_GAP_S,
     DEFAULT_INTERCEPT,
     DEFAULT_RESTART,
@@ -30,7 +32,7 @@ def test_mapping_with_parameters():
         ("mltcp-cubic", 2.0, 0.25, 0.005)
     assert CCSpec("mltcp-reno").resolved() == (DEFAULT_SLOPE, DEFAULT_INTERCEPT,
                                                DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT,
-                                               DEFAULT_DAMP)
+                                               DEFAULT_DAMP, DEFAULT_DAMP_AFTER)
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
@@ -72,7 +74,30 @@ def test_damp_reaches_the_compiled_instance_and_0_keeps_the_instances_name():
     tags = {d: instance_tag(CCSpec("mltcp-reno", damp=d)) for d in (0, 1, 2)}
     assert len(set(tags.values())) == 3
     assert tags[0] == instance_tag(CCSpec("mltcp-reno"))  # the default by name: the same program
-    assert fixed_params(CCSpec("mltcp-dctcp", damp=2))[-1] == 2
+    assert fixed_params(CCSpec("mltcp-dctcp", damp=2))[-2] == 2
+    assert fixed_params(CCSpec("dctcp"))[-2] == 0
+
+
+def test_damp_after_is_a_whole_number_up_to_the_patience_and_part_of_the_identity():
+    """0..ADAPT_PATIENCE (a search ends when its count reaches the patience, so that value never
+    damps); None: the variant's default (0: damped from the search's first iteration on)."""
+    spec = CCSpec.from_dict("mltcp-reno:damp=2:damp_after=3", "--cc")
+    assert spec == CCSpec.from_dict({"name": "mltcp-reno", "damp": 2, "damp_after": 3}, "--cc") \
+        == CCSpec("mltcp-reno", damp=2, damp_after=3)
+    assert spec.resolved().damp_after == 3
+    assert CCSpec("mltcp-reno").resolved().damp_after == DEFAULT_DAMP_AFTER == 0
+    assert spec != CCSpec("mltcp-reno", damp=2) != CCSpec("mltcp-reno", damp=2, damp_after=0)
+    assert CCSpec.from_dict({"name": "mltcp-cubic", "damp_after": str(ADAPT_PATIENCE)}, "x").resolved().damp_after \
+        == ADAPT_PATIENCE
+
+
+def test_damp_after_reaches_the_compiled_instance_and_0_keeps_the_instances_name():
+    from mn_harness.cc.build import fixed_params, instance_tag
+
+    tags = {k: instance_tag(CCSpec("mltcp-reno", damp=2, damp_after=k)) for k in (0, 2, 3)}
+    assert len(set(tags.values())) == 3
+    assert tags[0] == instance_tag(CCSpec("mltcp-reno", damp=2))  # the default: the same program
+    assert fixed_params(CCSpec("mltcp-dctcp", damp_after=2))[-1] == 2
     assert fixed_params(CCSpec("dctcp"))[-1] == 0
 
 
@@ -125,6 +150,13 @@ def test_durations(text, seconds):
     ({"name": "mltcp-reno", "damp": 12}, "jobs[0].cc.damp:"),
     ({"name": "dctcp", "damp": 1}, "jobs[0].cc.damp:"),
     ("reno:damp=1", "jobs[0].cc.damp:"),
+    ("mltcp-reno:damp_after=9", "jobs[0].cc.damp_after:"),
+    ("mltcp-reno:damp_after=-1", "jobs[0].cc.damp_after:"),
+    ("mltcp-reno:damp_after=two", "jobs[0].cc.damp_after:"),
+    ({"name": "mltcp-reno", "damp_after": False}, "jobs[0].cc.damp_after:"),
+    ({"name": "mltcp-reno", "damp_after": 2.0}, "jobs[0].cc.damp_after:"),
+    ({"name": "dctcp", "damp_after": 1}, "jobs[0].cc.damp_after:"),
+    ("cubic:damp_after=1", "jobs[0].cc.damp_after:"),
     (None, "jobs[0].cc:"),
 ])
 def test_rejections_name_the_yaml_path(value, path_in_message):
@@ -142,6 +174,8 @@ def test_direct_construction_is_validated_too():
         CCSpec("quic")
     with pytest.raises(CCConfigError, match=r"^cc\.damp:"):
         CCSpec("mltcp-reno", damp=9)
+    with pytest.raises(CCConfigError, match=r"^cc\.damp_after:"):
+        CCSpec("mltcp-reno", damp_after=ADAPT_PATIENCE + 1)
 
 
 def test_idle_gap_default_is_derived_from_the_job_compute_time():

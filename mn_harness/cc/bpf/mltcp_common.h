@@ -70,6 +70,9 @@
 #ifndef MLTCP_DAMP           /* searching: each loss episode divides F - 1 by 2^MLTCP_DAMP (0: off) */
 #define MLTCP_DAMP 0
 #endif
+#ifndef MLTCP_DAMP_AFTER     /* searching: damp only once count (iterations without progress) >= this */
+#define MLTCP_DAMP_AFTER 0
+#endif
 #define MLTCP_LOSSES_MAX 255	/* the loss-episode count saturates here (8 bits of mltcp_state) */
 #define MLTCP_DAMP_SHIFT_MAX 31	/* F - 1 < 2^16 (F <= 64): any shift past 16 leaves 0 */
 
@@ -286,7 +289,10 @@ static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
  * Where no schedule exists a search that keeps its F of up to 33 through its own losses pushes
  * its rivals (running as their base CC) into timeouts; setting F = 1 at the first loss stopped
  * that but also took the steep step from jobs that overlap while they part (they lose packets
- * too), so each loss takes a share of the step instead of all of it.
+ * too), so each loss takes a share of the step instead of all of it. With MLTCP_DAMP_AFTER the
+ * damping waits until the search has gone that many iterations without progress (st->count):
+ * jobs that part make progress every few iterations and keep the whole step, a search where no
+ * schedule exists stops making progress and is damped.
  */
 static __always_inline __u32 mltcp_factor(const struct sock *sk)
 {
@@ -307,7 +313,7 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 	if (f > (64 << MLTCP_FP_SHIFT))
 		f = 64 << MLTCP_FP_SHIFT;
 #if MLTCP_DAMP
-	if (f > MLTCP_FP_ONE && st->losses) {
+	if (f > MLTCP_FP_ONE && st->losses && st->count >= MLTCP_DAMP_AFTER) {
 		__u32 shift = MLTCP_DAMP * st->losses;
 
 		if (shift > MLTCP_DAMP_SHIFT_MAX)
@@ -575,6 +581,8 @@ static __always_inline void mltcp_release(struct sock *sk)
 
 _Static_assert(sizeof(struct mltcp_state) == 40, "mltcp_state grew: CUBIC's private state needs its 64 bytes");
 _Static_assert(MLTCP_DAMP >= 0 && MLTCP_DAMP <= 8, "MLTCP_DAMP outside 0..8");
+_Static_assert(MLTCP_DAMP_AFTER >= 0 && MLTCP_DAMP_AFTER <= MLTCP_ADAPT_PATIENCE,
+	       "MLTCP_DAMP_AFTER outside 0..MLTCP_ADAPT_PATIENCE");
 
 #define MLTCP_ASSERT_FITS(type) \
 	_Static_assert(sizeof(type) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv), \
