@@ -249,9 +249,10 @@ def test_dctcp_keeps_the_mean_queue_near_the_threshold_while_cubic_fills_it(tmp_
     # seen in about one flow of ten, and in two of three in one CI run, so neither one flow nor
     # the median is the claim. What would break the claim moves every flow: without marks
     # DCTCP fills the queue as cubic does (mean ~65 below), and a threshold applied at another
-    # depth moves the mean with it (measured here: K = 5 gave 3.4, K = 40 gave 34.5). Where the queue sits relative to K depends on the machine: here the
-    # flows sat at 17-18, on a CI machine at 12.5-14.7 (GSO bursts drain below K between marks).
-    # The claim is that the queue follows K (between K/2 and 1.5 K), not that it sits at K.
+    # depth moves the mean with it (measured here: K = 5 gave 3.4, K = 40 gave 34.5). Where the
+    # queue sits relative to K depends on the machine: here the flows sat at 17-18, on a CI
+    # machine at 12.5-14.7 (GSO bursts drain below K between marks). The claim is that the queue
+    # follows K (between K/2 and 1.5 K), not that it sits at K.
     dctcp_name = kernel_cc("dctcp")
     dctcps = [_bulk_flow_queue("dctcp", dctcp_name, tmp_path / f"dctcp{i}") for i in range(3)]
     cubic = _bulk_flow_queue("cubic", kernel_cc("cubic"), tmp_path / "cubic")
