@@ -291,8 +291,9 @@ static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
  * that but also took the steep step from jobs that overlap while they part (they lose packets
  * too), so each loss takes a share of the step instead of all of it. With MLTCP_DAMP_AFTER the
  * damping waits until the search has gone that many iterations without progress (st->count):
- * jobs that part make progress every few iterations and keep the whole step, a search where no
- * schedule exists stops making progress and is damped.
+ * jobs that can part do so in the first iterations of their first search, while each iteration
+ * still makes progress (count 0-1), and keep the whole step there; the iterations of a search
+ * that has stalled, wherever it runs, are damped.
  */
 static __always_inline __u32 mltcp_factor(const struct sock *sk)
 {
