@@ -9,13 +9,16 @@ passing silently."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
 
 from mn_harness import collectives
+
+# the ranks listen on 127.0.0.1..n: a port free on every local address, below the ephemeral range
+# (a port free only on 127.0.0.1 was now and then still held on 127.0.0.2 by a closing connection)
+from mn_harness.p4.bmv2.net import pick_free_port
 from mn_harness.worker import tcpinfo
 from mn_harness.worker.collective import CommStream, post, runner, segments
 from mn_harness.worker.pipeline import run_pass
@@ -26,21 +29,12 @@ from mn_harness.worker.tunables import Tunables
 CC = "reno"  # allowed for unprivileged sockets on every kernel
 
 
-def free_port() -> int:
-    """A port no socket on any local address holds: the ranks listen on 127.0.0.1..n, and a
-    port free only on 127.0.0.1 was now and then still held on 127.0.0.2 by a closing
-    connection of the previous case (EADDRINUSE at the listener's bind, under load)."""
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
-
-
 def ranks_run(n: int, body, tunables: Tunables | None = None, peers=None, timeout=60,
               port: int | None = None, src_port: int = 0):
     """Run body(rank, transport) in n threads on 127.0.0.1..n; returns their results and, per
     rank, bytes acked per peer (read after the transport finished)."""
     addresses = tuple(f"127.0.0.{i + 1}" for i in range(n))
-    port = port or free_port()
+    port = port or pick_free_port()
     results: dict[int, object] = {}
     acked: dict[int, dict[int, int]] = {}
     errors: list[BaseException] = []
@@ -173,7 +167,7 @@ def test_a_handshake_send_fails_when_the_peer_leaves_without_posting():
 
 
 def test_a_handshake_send_needs_a_framed_transport():
-    t = Transport(0, ("127.0.0.1",), free_port(), CC, Tunables(recv_ready=False))
+    t = Transport(0, ("127.0.0.1",), pick_free_port(), CC, Tunables(recv_ready=False))
     t.connections[1] = None  # type: ignore[assignment]  # never reached
     with pytest.raises(TransportError, match="recv_ready"):
         t.send(1, 10, b"x", handshake=True)
@@ -210,7 +204,7 @@ def test_a_fixed_source_port_serves_every_connection_a_rank_dials():
     """With src_port (ECMP: network.flows fixes every 5-tuple), a rank dials all its lower peers
     from that one port; the acceptor sees it as the peer's source port, the dialer's peer port
     is the listening port."""
-    n, src, port = 4, free_port(), free_port()
+    n, src, port = 4, pick_free_port(), pick_free_port()
     ends, _ = ranks_run(n, lambda rank, t: {p: (c.sock.getsockname()[1], c.sock.getpeername()[1])
                                             for p, c in t.connections.items()},
                         Tunables(), port=port, src_port=src)

@@ -55,7 +55,7 @@ def pick_free_port() -> int:
                     _handed_out.add(port)
                     return port
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # no room below the range
-            s.bind(("127.0.0.1", 0))
+            s.bind(("0.0.0.0", 0))
             port = s.getsockname()[1]
         _handed_out.add(port)
         return port
