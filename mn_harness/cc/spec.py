@@ -28,7 +28,7 @@ _SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 MAX_DAMP = 8  # F - 1 halved 8 times per loss: below 1/8 of a segment per RTT after one loss
 # A search ends when its count of iterations without progress reaches the patience, so
-# damp_after = ADAPT_PATIENCE never damps
+# damp_after = ADAPT_PATIENCE never damps the first search (a relapse's is damped whatever it says)
 MAX_DAMP_AFTER = ADAPT_PATIENCE
 _WHOLE = {"damp": MAX_DAMP, "damp_after": MAX_DAMP_AFTER}  # the whole-number parameters, at most
 
@@ -105,8 +105,9 @@ class CCSpec:
     # iteration divides F's part above 1 by 2**damp for the rest of it (docs/cc.md#the-adaptive-step).
     # None: the variant's default
     damp: int | None = None
-    # The damping waits for a stalled search: it applies only in iterations of a search that has
-    # gone damp_after iterations without progress (docs/cc.md#the-adaptive-step). None: default
+    # The damping waits for the first search to stall: there it applies only in iterations once it
+    # has gone damp_after iterations without progress; a relapse's search is damped from its first
+    # (docs/cc.md#the-adaptive-step). None: default
     damp_after: int | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)

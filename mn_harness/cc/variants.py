@@ -47,12 +47,12 @@ DEFAULT_ADAPT = True
 # runs apart by 10 against 4 of 7): the first search of jobs that can part loses as often as a
 # search where none can (docs/notebook/2026-12-05-loss-damped-search.md).
 DEFAULT_DAMP = 0
-# The damping waits for a stalled search (mltcp_common.h MLTCP_DAMP_AFTER): a loss damps F only
-# in an iteration of a search that has gone this many iterations without progress. 0: from the
-# search's first iteration on. Only matters with damp > 0: with damp 2 and 2 here, overload's p99
-# gain over reno was 0.895x (target 0.95x) and 3jobs-slack-sync's mean gain 1.149x, the rule's
-# 1.174x: the first search makes progress in its iterations 2-5 wherever it runs
-# (docs/notebook/2026-12-05-stall-damped-search.md).
+# The damping waits for the first search to stall (mltcp_common.h MLTCP_DAMP_AFTER): a loss damps
+# F only in an iteration of the first search that has gone this many iterations without progress,
+# and in every iteration of a search a relapse started. 0: every search from its first iteration
+# on. Only matters with damp > 0: with damp 2 and 2 here, overload's p99 gain over reno was 0.933x
+# (target 0.95x) and 3jobs-slack-sync's mean gain 1.117x, the rule's 1.204x: the first search makes
+# progress in its iterations 2-5 wherever it runs (docs/notebook/2026-12-05-relapse-damped-search.md).
 DEFAULT_DAMP_AFTER = 0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best

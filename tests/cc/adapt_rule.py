@@ -1,9 +1,12 @@
 """The adaptive step's rule (mltcp_common.h mltcp_adapt; mltcp_set_state's loss count and
-mltcp_factor's F, damped by it once a search stalls) in Python, in the kernel's integer arithmetic: the root tests check
-the kernel's state and F per telemetry row against it, the unit tests check it does what
+mltcp_factor's F, damped by it in a relapse's search or a stalled one) in Python, in the
+kernel's integer arithmetic: the root tests check the kernel's state and F per telemetry row
+against it, the unit tests check it does what
 docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_DROP, ADAPT_GAIN, ADAPT_PATIENCE
 
@@ -22,18 +25,19 @@ def loss_episodes(states: list[int]) -> int:
 
 
 def factor_fp(done: int, believed: int, searching: bool, slope: float, intercept: float,
-              losses: int = 0, damp: int = 0, count: int = 0, damp_after: int = 0) -> int:
+              losses: int = 0, damp: int = 0, count: int = 0, damp_after: int = 0, backoff: int = 0) -> int:
     """F x1024 (mltcp_factor) after `done` bytes of an iteration whose bytes were estimated at
     `believed` (0: not learned yet) with `losses` loss episodes so far: intercept + slope x
     done/believed (the ratio capped at 1) while the socket searches, its part above 1 divided by
-    2**(damp x losses) once the search has gone `damp_after` iterations without progress
-    (`count`, as adapt_trace gives it); as the base CC 1."""
+    2**(damp x losses) in a search a relapse started (`backoff` > 0) and, in the first, once it
+    has gone `damp_after` iterations without progress (`count` and `backoff` as adapt_trace gives
+    them); as the base CC 1."""
     one = 1024
     if not believed or not searching:
         return one
     ratio = min((done << 10) // believed, one)
     f = max(1, min(round(intercept * one) + ((round(slope * one) * ratio) >> 10), 64 * one))
-    if damp and losses and f > one and count >= damp_after:
+    if damp and losses and f > one and (count >= damp_after or backoff):
         f = one + ((f - one) >> min(damp * min(losses, LOSSES_MAX), DAMP_SHIFT_MAX))
     return f
 
@@ -45,9 +49,17 @@ def row_rate(row: dict) -> int:
     return min((row["bytes"] << 10) // max(1, us), U32_MAX)
 
 
-def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[tuple[bool, int]]:
-    """Per iteration rate (and whether it had a retransmission timeout): (searching, count) during
-    each iteration, then after the last. Searching: a timeout ends a search a relapse started (not
+@dataclass(frozen=True)
+class Step:
+    """The adaptive step's state during one iteration (mltcp_state's flags and count)."""
+    searching: bool
+    count: int  # searching: iterations since the last progress; as the base CC: slow ones in a row
+    backoff: int  # relapses and searches a timeout ended so far (0 in the first search)
+
+
+def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[Step]:
+    """Per iteration rate (and whether it had a retransmission timeout): the Step during each
+    iteration, then after the last. Searching: a timeout ends a search a relapse started (not
     the first); a rate over the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE
     iterations without end the search. As the base CC the usual rate is the first iteration's,
     then moves a quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff
@@ -58,7 +70,7 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[tuple[
     ref = count = backoff = 0
     base, out = False, []
     for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
-        out.append((not base, count))
+        out.append(Step(not base, count, backoff))
         if not base:
             if rto and backoff:
                 base, ref, count = True, 0, 0
@@ -78,9 +90,9 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[tuple[
                 backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
         else:
             count, ref = 0, (ref * 3 + rate) // 4
-    return [*out, (not base, count)]
+    return [*out, Step(not base, count, backoff)]
 
 
 def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
     """adapt_trace's states as letters: S while searching, b as the base CC."""
-    return "".join("S" if searching else "b" for searching, _ in adapt_trace(rates, rtos))
+    return "".join("S" if step.searching else "b" for step in adapt_trace(rates, rtos))

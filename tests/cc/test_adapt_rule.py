@@ -134,8 +134,8 @@ BELIEVED = 2_000_000
 
 
 def steep(done: int, losses: int = 0, damp: int = 0, searching: bool = True, count: int = 0,
-          damp_after: int = 0) -> int:
-    return factor_fp(done, BELIEVED, searching, SLOPE, INTERCEPT, losses, damp, count, damp_after)
+          damp_after: int = 0, backoff: int = 0) -> int:
+    return factor_fp(done, BELIEVED, searching, SLOPE, INTERCEPT, losses, damp, count, damp_after, backoff)
 
 
 def test_fast_recovery_and_timeouts_are_loss_episodes_ecn_is_not():
@@ -179,7 +179,7 @@ def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_o
 
 def counts(kinds: str) -> list[int]:
     """The count during each iteration (and after the last) of a made-up run."""
-    return [count for _, count in adapt_trace([FAST if k == "F" else SLOW for k in kinds])]
+    return [s.count for s in adapt_trace([FAST if k == "F" else SLOW for k in kinds])]
 
 
 def test_the_count_is_the_iterations_since_the_last_progress_during_each_iteration():
@@ -188,9 +188,9 @@ def test_the_count_is_the_iterations_since_the_last_progress_during_each_iterati
     assert counts("F" * 10) == [0, 0, 1, 2, 3, 4, 5, 6, 7, 0, 0]
     # slow, then fast: the first fast iteration is progress, the count starts over after it
     assert counts("SSSSFFFF") == [0, 0, 1, 2, 3, 0, 1, 2, 3]
-    # a search's count never reaches the patience: damp_after = ADAPT_PATIENCE never damps
+    # a search's count never reaches the patience: damp_after = ADAPT_PATIENCE never damps the first search
     trace = adapt_trace([FAST if k == "F" else SLOW for k in "SSFFFFFFFFFFFSSFFFFFFFFF"])
-    assert max(c for searching, c in trace if searching) == ADAPT_PATIENCE - 1
+    assert max(s.count for s in trace if s.searching) == ADAPT_PATIENCE - 1
 
 
 def test_damp_after_k_leaves_the_first_k_iterations_since_progress_undamped():
@@ -204,3 +204,19 @@ def test_damp_after_k_leaves_the_first_k_iterations_since_progress_undamped():
     assert steep(BELIEVED, 0, 1, count=5, damp_after=2) == steep(BELIEVED, 3, 0, count=5, damp_after=2) \
         == 33 * 1024
     assert steep(BELIEVED, 2, 1, searching=False, count=5, damp_after=2) == 1024
+
+
+def test_a_relapses_search_is_damped_from_its_first_iteration_the_first_search_after_damp_after():
+    # the backoff tells them apart: 0 in the first search, 1 or more in a search a relapse started
+    trace = adapt_trace([FAST if k == "F" else SLOW for k in "F" * 12 + "SS" + "FFFF"])
+    assert {s.backoff for s in trace[:12] if s.searching} == {0}
+    relapse = next(s for s in trace[12:] if s.searching)
+    assert relapse.backoff == 1 and relapse.count == 0
+    for k in (1, 2, 3):
+        assert steep(BELIEVED, 2, 1, count=0, damp_after=k, backoff=0) == 33 * 1024
+        assert [steep(BELIEVED, 2, 1, count=c, damp_after=k, backoff=b) for c in range(k) for b in (1, 3)] == \
+            [9 * 1024] * (2 * k)  # as damp_after 0 damps
+    # without losses, or damp 0, or as the base CC: the backoff changes nothing
+    assert steep(BELIEVED, 0, 1, backoff=2, damp_after=2) == steep(BELIEVED, 2, 0, backoff=2, damp_after=2) \
+        == 33 * 1024
+    assert steep(BELIEVED, 2, 1, searching=False, backoff=2) == 1024

@@ -586,7 +586,7 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
     rtos = [r["rto"] for r in complete]
     assert got == adapt_states([row_rate(r) for r in complete], rtos), (got, rates, rtos)  # last: at close
     # the telemetry's count is the rule's during each iteration (searching: since the last progress)
-    assert [r["count"] for r in complete] == [c for _, c in adapt_trace([row_rate(r) for r in complete], rtos)][:-1]
+    assert [r["count"] for r in complete] == [s.count for s in adapt_trace([row_rate(r) for r in complete], rtos)][:-1]
     # the telemetry says which iterations timed out: every T's (others may, on a loss that
     # fast retransmit did not repair)
     assert all(rtos[i] for i, k in enumerate(kinds[:len(complete)]) if k == "T"), (rtos, kinds)
@@ -605,41 +605,47 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
 @pytest.mark.parametrize("damp,damp_after", [(0, 0), (1, 0), (1, 2)])
 def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     """The loss-damped search (`damp`, `damp_after`, mltcp_common.h mltcp_factor) on one
-    connection whose iterations are fast (F), lose packets that fast recovery repairs (L: the path
-    a blackhole for 2 ms) or time out (T), in the first search and as the base CC. The telemetry's
-    `count` must be the rule's (adapt_rule.adapt_trace, from the rows' own rates), and each row's F
-    at its last ACK the one the mirror computes from the row's bytes, estimate, state, loss
-    episodes and count (adapt_rule.factor_fp): with damp 1 a searching row that lost packets has
-    F - 1 halved per loss episode, with damp 0 it reaches F > 20 as without losses, and with
-    damp_after 2 only the rows of a search 2 or more iterations past its last progress are damped
-    (the third iteration, an L, is at most 1 past it); the telemetry counts the loss episodes of
-    every L and T row, searching or not."""
+    connection whose iterations are fast (F), slow (S), lose packets that fast recovery repairs
+    (L: the path a blackhole for 2 ms) or time out (T): the first search, the base CC, then a
+    search the two slow iterations start (a relapse). The telemetry's `count` must be the rule's
+    (adapt_rule.adapt_trace, from the rows' own rates), and each row's F at its last ACK the one
+    the mirror computes from the row's bytes, estimate, state, loss episodes, count and backoff
+    (adapt_rule.factor_fp): with damp 1 a searching row that lost packets has F - 1 halved per
+    loss episode, with damp 0 it reaches F > 20 as without losses; with damp_after 2 the first
+    search's rows are damped only 2 or more iterations past its last progress (its third
+    iteration, an L, is at most 1 past it), a relapse's from its first iteration (count 0). The
+    telemetry counts the loss episodes of every L and T row, searching or not."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after)
     assert spec.resolved()[-2:] == (damp, damp_after) and spec.resolved().slope == 32
-    kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF"
+    kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF" + "SS" + "LFLFF"
     mine = one_connection_rows(manager, "pattern", 5208 + damp + damp_after, 0.2, 0.06, 2_000_000, kinds, NS_R,
                                spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     complete = [r for r in mine if not r["final"]]
     got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in complete)
-    assert re.fullmatch("S{9,10}b+", got), got
+    relapse = len(kinds) - 5  # the first L after the two slow iterations
+    assert re.fullmatch("S{9,10}b+", got[:relapse]) and got[relapse] == "S", got
     losses = [r["losses"] for r in complete]
     count = [r["count"] for r in complete]
-    assert count == [c for _, c in adapt_trace([row_rate(r) for r in complete], [r["rto"] for r in complete])][:-1]
+    trace = adapt_trace([row_rate(r) for r in complete], [r["rto"] for r in complete])[:-1]
+    assert count == [s.count for s in trace], (count, trace)
     f_last = [round(r["f_last"] * 1024) for r in complete]
     assert f_last == [factor_fp(r["bytes"], r["believed_bytes_per_iteration"] or 0, g == "S", 32, 1,
-                                r["losses"], damp, r["count"], damp_after)
-                      for r, g in zip(complete, got, strict=True)], (f_last, losses, count)
+                                r["losses"], damp, r["count"], damp_after, s.backoff)
+                      for r, g, s in zip(complete, got, trace, strict=True)], (f_last, losses, count)
     # every L and T iteration lost packets, searching or not
     assert all(n >= 1 for n, k in zip(losses, kinds, strict=False) if k in "LT"), (losses, kinds)
-    lossy = [(f, r["count"]) for f, r, g in zip(f_last, complete, got, strict=True)
+    lossy = [(f, s) for f, r, g, s in zip(f_last, complete, got, trace, strict=True)
              if g == "S" and r["losses"] and r["believed_bytes_per_iteration"]]  # F = 1 before an estimate
-    damped = [f for f, c in lossy if damp and c >= damp_after]
-    undamped = [f for f, c in lossy if not damp or c < damp_after]
+    damped = [f for f, s in lossy if damp and (s.count >= damp_after or s.backoff)]
+    undamped = [f for f, s in lossy if not damp or (s.count < damp_after and not s.backoff)]
     assert damped or not damp, (f_last, losses, count)
     assert undamped or (damp and not damp_after), (f_last, losses, count)
+    # the relapse's first iteration (count 0, an L) is damped whatever damp_after says
+    assert trace[relapse].backoff == 1 and trace[relapse].count == 0 and losses[relapse], (trace, losses)
+    assert (f_last[relapse] <= 17 * 1024) == bool(damp), (f_last, trace)
     assert all(f <= 17 * 1024 for f in damped), (f_last, losses, count)  # halved at least once: F <= 17
     assert all(f > 20 * 1024 for f in undamped), (f_last, losses, count)  # as before damp: up to 33
     assert all(f == 1024 for f, g in zip(f_last, got, strict=True) if g == "b"), (f_last, got)

@@ -293,7 +293,9 @@ static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
  * damping waits until the search has gone that many iterations without progress (st->count):
  * jobs that can part do so in the first iterations of their first search, while each iteration
  * still makes progress (count 0-1), and keep the whole step there; the iterations of a search
- * that has stalled, wherever it runs, are damped.
+ * that has stalled, wherever it runs, are damped. A search a relapse started (backoff > 0) is
+ * damped from its first iteration: where no schedule exists the relapses' first iterations,
+ * undamped at count 0, made 14 of overload's 36 slowest job iterations.
  */
 static __always_inline __u32 mltcp_factor(const struct sock *sk)
 {
@@ -314,7 +316,8 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 	if (f > (64 << MLTCP_FP_SHIFT))
 		f = 64 << MLTCP_FP_SHIFT;
 #if MLTCP_DAMP
-	if (f > MLTCP_FP_ONE && st->losses && st->count >= MLTCP_DAMP_AFTER) {
+	if (f > MLTCP_FP_ONE && st->losses &&
+	    (st->count >= MLTCP_DAMP_AFTER || (st->flags & MLTCP_F_BACKOFF))) {
 		__u32 shift = MLTCP_DAMP * st->losses;
 
 		if (shift > MLTCP_DAMP_SHIFT_MAX)
