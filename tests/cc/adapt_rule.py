@@ -1,8 +1,8 @@
 """The adaptive step's rule (mltcp_common.h mltcp_adapt; mltcp_set_state's loss count and
 mltcp_factor's F, damped by it in a relapse's search or a stalled one) in Python, in the
 kernel's integer arithmetic: the root tests check the kernel's state and F per telemetry row
-against it, the unit tests check it does what
-docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
+against it, the unit tests check it does what docs/cc.md#the-adaptive-step says. A copy held in
+step with the BPF code."""
 
 from __future__ import annotations
 
