@@ -24,8 +24,13 @@ from tests.cc.adapt_rule import (
 FAST, SLOW = 25_000, 15_000  # x1024 bytes per us: 200 Mbit/s, and 0.6 of it (a collision)
 
 
+def rates_of(kinds: str) -> list[int]:
+    """A made-up run's rates: F fast, anything else slow."""
+    return [FAST if k == "F" else SLOW for k in kinds]
+
+
 def run(kinds: str) -> str:
-    return adapt_states([FAST if k == "F" else SLOW for k in kinds])
+    return adapt_states(rates_of(kinds))
 
 
 def test_row_rate_is_the_kernels_integer_rate():
@@ -71,7 +76,7 @@ def test_progress_in_a_search_does_not_reset_the_backoff():
     for _ in range(3):  # three relapses: the next needs 16
         kinds += "S" * fewest_slow_that_start_a_search(kinds) + "F" * (ADAPT_PATIENCE + 2)
     assert fewest_slow_that_start_a_search(kinds) == 16
-    rates = [FAST if k == "F" else SLOW for k in kinds + "S" * 16]
+    rates = rates_of(kinds + "S" * 16)
     assert adapt_states(rates).endswith("bS")
     # the search's rate beats the usual one by more than ADAPT_GAIN, as a searching socket's does
     # where it takes the link from rivals running as their base CC: the next search needs 32
@@ -179,7 +184,7 @@ def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_o
 
 def counts(kinds: str) -> list[int]:
     """The count during each iteration (and after the last) of a made-up run."""
-    return [s.count for s in adapt_trace([FAST if k == "F" else SLOW for k in kinds])]
+    return [s.count for s in adapt_trace(rates_of(kinds))]
 
 
 def test_the_count_is_the_iterations_since_the_last_progress_during_each_iteration():
@@ -189,7 +194,7 @@ def test_the_count_is_the_iterations_since_the_last_progress_during_each_iterati
     # slow, then fast: the first fast iteration is progress, the count starts over after it
     assert counts("SSSSFFFF") == [0, 0, 1, 2, 3, 0, 1, 2, 3]
     # a search's count never reaches the patience: damp_after = ADAPT_PATIENCE never damps the first search
-    trace = adapt_trace([FAST if k == "F" else SLOW for k in "SSFFFFFFFFFFFSSFFFFFFFFF"])
+    trace = adapt_trace(rates_of("SSFFFFFFFFFFFSSFFFFFFFFF"))
     assert max(s.count for s in trace if s.searching) == ADAPT_PATIENCE - 1
 
 
@@ -208,7 +213,7 @@ def test_damp_after_k_leaves_the_first_k_iterations_since_progress_undamped():
 
 def test_a_relapses_search_is_damped_from_its_first_iteration_the_first_search_after_damp_after():
     # the backoff tells them apart: 0 in the first search, 1 or more in a search a relapse started
-    trace = adapt_trace([FAST if k == "F" else SLOW for k in "F" * 12 + "SS" + "FFFF"])
+    trace = adapt_trace(rates_of("F" * 12 + "SS" + "FFFF"))
     assert {s.backoff for s in trace[:12] if s.searching} == {0}
     relapse = next(s for s in trace[12:] if s.searching)
     assert relapse.backoff == 1 and relapse.count == 0

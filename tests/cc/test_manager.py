@@ -639,8 +639,10 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     assert all(n >= 1 for n, k in zip(losses, kinds, strict=False) if k in "LT"), (losses, kinds)
     lossy = [(f, s) for f, r, g, s in zip(f_last, complete, got, trace, strict=True)
              if g == "S" and r["losses"] and r["believed_bytes_per_iteration"]]  # F = 1 before an estimate
-    damped = [f for f, s in lossy if damp and (s.count >= damp_after or s.backoff)]
-    undamped = [f for f, s in lossy if not damp or (s.count < damp_after and not s.backoff)]
+    def damps(step) -> bool:  # the first search once stalled, a relapse's from its first iteration
+        return bool(damp) and (step.count >= damp_after or step.backoff > 0)
+    damped = [f for f, s in lossy if damps(s)]
+    undamped = [f for f, s in lossy if not damps(s)]
     assert damped or not damp, (f_last, losses, count)
     assert undamped or (damp and not damp_after), (f_last, losses, count)
     # the relapse's first iteration (count 0, an L) is damped whatever damp_after says
