@@ -43,19 +43,19 @@ def default_cache_dir() -> Path:
     return toolchain.default_cache_dir("cc", "MN_HARNESS_CC_CACHE")
 
 
-def fixed_params(spec: CCSpec) -> tuple[int, int, int, int, int, int, int]:
-    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1, adapt 0/1, damp, damp_after) as
-    compiled into the program."""
+def fixed_params(spec: CCSpec) -> tuple[int, int, int, int, int, int, int, int]:
+    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1, adapt 0/1, damp, damp_after,
+    calm_by) as compiled into the program."""
     p = spec.resolved()
     return round(p.slope * FP_ONE), round(p.intercept * FP_ONE), round(p.idle_gap_s * 1e9), int(p.restart), \
-        int(p.adapt), p.damp, p.damp_after
+        int(p.adapt), p.damp, p.damp_after, p.calm_by
 
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:
-    slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after = fixed_params(spec)
-    # damp 0 and damp_after 0 add nothing: the instances built before they existed keep their names
+    slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by = fixed_params(spec)
+    # damp, damp_after and calm_by 0 add nothing: the instances built before they existed keep their names
     flags = ("|restart" if restart else "") + ("|adapt" if adapt else "") + (f"|damp={damp}" if damp else "") \
-        + (f"|damp_after={damp_after}" if damp_after else "")
+        + (f"|damp_after={damp_after}" if damp_after else "") + (f"|calm_by={calm_by}" if calm_by else "")
     text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{flags}|{salt}"
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
@@ -98,7 +98,7 @@ class Builder(ObjectBuilder):
     def build(self, spec: CCSpec, tag: str) -> Path:
         """Compile `spec` under kernel name prefix+tag; return the cached object path."""
         variant = BPF_VARIANTS[spec.canonical]
-        slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after = fixed_params(spec)
+        slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by = fixed_params(spec)
         defines = [
             f"-DMLTCP_NAME={kernel_name_for(spec, tag)}",
             f"-DMLTCP_TELEM={telemetry_map_name(tag)}",
@@ -110,6 +110,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_ADAPT={adapt}",
             f"-DMLTCP_DAMP={damp}",
             f"-DMLTCP_DAMP_AFTER={damp_after}",
+            f"-DMLTCP_CALM_BY={calm_by}",
             f"-DMLTCP_ADAPT_GAIN_FP={round(ADAPT_GAIN * FP_ONE)}",
             f"-DMLTCP_ADAPT_PATIENCE={ADAPT_PATIENCE}",
             f"-DMLTCP_ADAPT_DROP_FP={round(ADAPT_DROP * FP_ONE)}",

@@ -23,14 +23,15 @@ from mn_harness.cc.variants import (
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp", "damp_after")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp", "damp_after", "calm_by")
 _SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 MAX_DAMP = 8  # F - 1 halved 8 times per loss: below 1/8 of a segment per RTT after one loss
 # A search ends when its count of iterations without progress reaches the patience, so
 # damp_after = ADAPT_PATIENCE never damps the first search (a relapse's is damped whatever it says)
 MAX_DAMP_AFTER = ADAPT_PATIENCE
-_WHOLE = {"damp": MAX_DAMP, "damp_after": MAX_DAMP_AFTER}  # the whole-number parameters, at most
+MAX_CALM_BY = 64  # an iteration of the first search; it rarely lasts past 20
+_WHOLE = {"damp": MAX_DAMP, "damp_after": MAX_DAMP_AFTER, "calm_by": MAX_CALM_BY}  # whole numbers, at most
 
 
 def parse_idle_gap(value, path: str) -> float:
@@ -82,6 +83,7 @@ class Resolved(NamedTuple):
     adapt: bool
     damp: int
     damp_after: int
+    calm_by: int
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,11 @@ class CCSpec:
     # has gone damp_after iterations without progress; a relapse's search is damped from its first
     # (docs/cc.md#the-adaptive-step). None: default
     damp_after: int | None = None
+    # The loss signal: a first search that has lost and whose losses did not stay at an eighth of
+    # its worst iteration's for two iterations in a row by its iteration calm_by ends, and a new
+    # search then needs the most slow iterations in a row; 0: off (docs/cc.md#the-adaptive-step).
+    # None: the variant's default
+    calm_by: int | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -120,7 +127,7 @@ class CCSpec:
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
         """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart,
-        adapt, damp, damp_after}, or the same in one string, `name:key=value:...` (e.g.
+        adapt, damp, damp_after, calm_by}, or the same in one string, `name:key=value:...` (e.g.
         `mltcp-reno:slope=8:idle_gap=100ms`), so a command line's comma-separated --cc list and a
         sweep's CC labels can carry parameters."""
         if isinstance(value, str) and ":" in value:
@@ -156,7 +163,8 @@ class CCSpec:
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
         return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=switches["restart"],
-                   adapt=switches["adapt"], damp=whole["damp"], damp_after=whole["damp_after"])
+                   adapt=switches["adapt"], damp=whole["damp"], damp_after=whole["damp_after"],
+                   calm_by=whole["calm_by"])
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -240,6 +248,7 @@ class CCSpec:
             variant.default_adapt if self.adapt is None else self.adapt,
             variant.default_damp if self.damp is None else self.damp,
             variant.default_damp_after if self.damp_after is None else self.damp_after,
+            variant.default_calm_by if self.calm_by is None else self.calm_by,
         )
 
 

@@ -54,6 +54,14 @@ DEFAULT_DAMP = 0
 # (target 0.95x) and 3jobs-slack-sync's mean gain 1.117x, the rule's 1.204x: the first search makes
 # progress in its iterations 2-5 wherever it runs (docs/notebook/2026-12-05-relapse-damped-search.md).
 DEFAULT_DAMP_AFTER = 0
+# The loss signal (mltcp_common.h MLTCP_CALM_BY): a first search that has lost, and whose loss
+# episodes per iteration did not stay at an eighth of its worst iteration's or fewer for two
+# iterations in a row by this iteration, ends (no schedule is being found), and a new search then
+# needs ADAPT_BACKOFF_MAX slow iterations in a row. Off by name: with 7, overload's p99 gain over
+# reno was 0.946x and partial's 0.896x (the rule 0.73-0.78x), but about half of 3jobs-slack-sync's
+# rounds part only after iteration 7 and lost their gain (1.055x, the rule 1.172x in the same
+# rounds): the losses do not tell the two apart sooner (docs/notebook/2026-12-06-loss-signal.md).
+DEFAULT_CALM_BY = 0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
@@ -100,6 +108,7 @@ class Variant:
     default_adapt: bool = DEFAULT_ADAPT
     default_damp: int = DEFAULT_DAMP
     default_damp_after: int = DEFAULT_DAMP_AFTER
+    default_calm_by: int = DEFAULT_CALM_BY
 
 
 BPF_VARIANTS: dict[str, Variant] = {

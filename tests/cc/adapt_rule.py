@@ -1,8 +1,8 @@
-"""The adaptive step's rule (mltcp_common.h mltcp_adapt; mltcp_set_state's loss count and
-mltcp_factor's F, damped by it in a relapse's search or a stalled one) in Python, in the
-kernel's integer arithmetic: the root tests check the kernel's state and F per telemetry row
-against it, the unit tests check it does what docs/cc.md#the-adaptive-step says. A copy held in
-step with the BPF code."""
+"""The adaptive step's rule (mltcp_common.h mltcp_adapt with mltcp_calmless's loss signal;
+mltcp_set_state's loss count and mltcp_factor's F, damped by it in a relapse's search or a
+stalled one) in Python, in the kernel's integer arithmetic: the root tests check the kernel's
+state and F per telemetry row against it, the unit tests check it does what
+docs/cc.md#the-adaptive-step says. A copy held in step with the BPF code."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ RELAPSE = 2  # mltcp_common.h MLTCP_ADAPT_RELAPSE: collided iterations in a row 
 U32_MAX = 2**32 - 1
 LOSSES_MAX = 255  # mltcp_common.h MLTCP_LOSSES_MAX: the loss-episode count saturates (8 bits)
 DAMP_SHIFT_MAX = 31  # MLTCP_DAMP_SHIFT_MAX
+CALM_SHIFT = 3  # MLTCP_CALM_SHIFT: a calm iteration's loss episodes are at most the peak's 1/8
+BACKOFF_BITS_MAX = 7  # MLTCP_F_BACKOFF's three bits, all set: what a calmless first search leaves
 # include/net/tcp.h enum tcp_ca_state: what the CC's set_state is told
 CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)
 
@@ -57,22 +59,35 @@ class Step:
     backoff: int  # relapses and searches a timeout ended so far (0 in the first search)
 
 
-def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[Step]:
-    """Per iteration rate (and whether it had a retransmission timeout): the Step during each
-    iteration, then after the last. Searching: a timeout ends a search a relapse started (not
-    the first); a rate over the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE
-    iterations without end the search. As the base CC the usual rate is the first iteration's,
-    then moves a quarter of the way to each rate not ADAPT_DROP under it; RELAPSE << backoff
-    rates in a row under it (at most ADAPT_BACKOFF_MAX; count) start a search whose best so far is
-    the usual rate. The backoff grows by one with every relapse and every search a timeout ended
-    (so it is 0 in the first search)."""
+def adapt_trace(rates: list[int], rtos: list[bool] | None = None, losses: list[int] | None = None,
+                calm_by: int = 0) -> list[Step]:
+    """Per iteration (the socket's first on) rate, whether it had a retransmission timeout and its
+    loss episodes: the Step during each iteration, then after the last. Searching: with `calm_by`,
+    the first search ends at its iteration `calm_by` or later once it has lost and no two of its
+    iterations in a row were calm (loss episodes at most the most so far >> CALM_SHIFT), and the
+    backoff goes to its maximum; a timeout ends a search a relapse started (not the first); a rate over
+    the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE iterations without end
+    the search. As the base CC the usual rate is the first iteration's, then moves a quarter of
+    the way to each rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row under it (at
+    most ADAPT_BACKOFF_MAX; count) start a search whose best so far is the usual rate. The backoff
+    grows by one with every relapse and every search a timeout ended (so it is 0 in the first
+    search)."""
     gain, drop = round(ADAPT_GAIN * 1024), round(ADAPT_DROP * 1024)
-    ref = count = backoff = 0
-    base, out = False, []
-    for rate, rto in zip(rates, rtos or [False] * len(rates), strict=True):
+    ref = count = backoff = peak = 0
+    base, calm, last_calm, out = False, False, False, []
+    for number, (rate, rto, lost) in enumerate(zip(rates, rtos or [False] * len(rates),
+                                                   losses or [0] * len(rates), strict=True), start=1):
         out.append(Step(not base, count, backoff))
+        calmless = False
+        if calm_by and not base and not backoff and not calm:
+            peak = max(peak, min(lost, LOSSES_MAX))
+            this_calm = bool(peak) and min(lost, LOSSES_MAX) << CALM_SHIFT <= peak
+            calm, last_calm = this_calm and last_calm, this_calm
+            calmless = not calm and bool(peak) and number >= calm_by
         if not base:
-            if rto and backoff:
+            if calmless:
+                base, ref, count, backoff = True, 0, 0, BACKOFF_BITS_MAX
+            elif rto and backoff:
                 base, ref, count = True, 0, 0
                 backoff += RELAPSE << backoff < ADAPT_BACKOFF_MAX
             elif rate * 1024 > ref * (1024 + gain):
@@ -93,6 +108,7 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None) -> list[Step]:
     return [*out, Step(not base, count, backoff)]
 
 
-def adapt_states(rates: list[int], rtos: list[bool] | None = None) -> str:
+def adapt_states(rates: list[int], rtos: list[bool] | None = None, losses: list[int] | None = None,
+                 calm_by: int = 0) -> str:
     """adapt_trace's states as letters: S while searching, b as the base CC."""
-    return "".join("S" if step.searching else "b" for step in adapt_trace(rates, rtos))
+    return "".join("S" if step.searching else "b" for step in adapt_trace(rates, rtos, losses, calm_by))

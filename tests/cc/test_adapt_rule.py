@@ -7,11 +7,13 @@ import re
 
 from mn_harness.cc.variants import ADAPT_BACKOFF_MAX, ADAPT_PATIENCE
 from tests.cc.adapt_rule import (
+    BACKOFF_BITS_MAX,
     CA_CWR,
     CA_DISORDER,
     CA_LOSS,
     CA_OPEN,
     CA_RECOVERY,
+    CALM_SHIFT,
     LOSSES_MAX,
     RELAPSE,
     adapt_states,
@@ -225,3 +227,56 @@ def test_a_relapses_search_is_damped_from_its_first_iteration_the_first_search_a
     assert steep(BELIEVED, 0, 1, backoff=2, damp_after=2) == steep(BELIEVED, 2, 0, backoff=2, damp_after=2) \
         == 33 * 1024
     assert steep(BELIEVED, 2, 1, searching=False, backoff=2) == 1024
+
+
+def calm_run(kinds: str, losses: list[int], calm_by: int) -> str:
+    return adapt_states(rates_of(kinds), None, losses, calm_by)
+
+
+def test_a_first_search_whose_losses_never_fall_ends_at_calm_by_and_backs_off_to_the_most():
+    """Losses that stay high (no schedule) end the first search at iteration calm_by (not before,
+    not at the patience), and then a new search needs ADAPT_BACKOFF_MAX slow iterations in a row."""
+    kinds = "F" * 12 + "SS" + "F" * 4
+    lossy = [3, 12, 9, 7, 5, 6, 8, 9] + [4] * 10
+    assert calm_run(kinds, lossy, 0) == run(kinds)  # off: the rule without it
+    assert calm_run(kinds, lossy, 6) == "S" * 6 + "b" * 13  # and the two slow ones start nothing
+    assert calm_run(kinds, lossy, 3) == "S" * 3 + "b" * 16
+    trace = adapt_trace(rates_of(kinds), None, lossy, 6)
+    assert trace[6].backoff == BACKOFF_BITS_MAX and min(RELAPSE << trace[6].backoff, ADAPT_BACKOFF_MAX) \
+        == ADAPT_BACKOFF_MAX
+    slow = "F" * 12 + "S" * ADAPT_BACKOFF_MAX + "F"  # the most slow iterations in a row do, one fewer not
+    assert calm_run(slow, [5] * len(slow), 6) == "S" * 6 + "b" * (6 + ADAPT_BACKOFF_MAX) + "SS"
+    fewer = "F" * 12 + "S" * (ADAPT_BACKOFF_MAX - 1) + "F"
+    assert calm_run(fewer, [5] * len(fewer), 6) == "S" * 6 + "b" * (len(fewer) - 5)
+
+
+def test_two_calm_iterations_in_a_row_an_eighth_of_the_worst_ones_losses_or_fewer_keep_the_search():
+    """Two iterations in a row whose loss episodes fell to the most so far >> CALM_SHIFT keep the
+    search (the patience ends it); one more episode in either does not, nor does one calm iteration
+    alone (losses fall now and then for one iteration where no schedule exists), nor a fall after
+    calm_by."""
+    kinds, worst = "F" * 20, 3 << CALM_SHIFT
+    patience = "S" * (ADAPT_PATIENCE + 1) + "b" * 12
+    cut = "S" * 6 + "b" * 15
+    assert calm_run(kinds, [0, worst, 16, 3, 3] + [9] * 15, 6) == patience  # 3 <= worst >> CALM_SHIFT
+    assert calm_run(kinds, [0, worst, 16, 4, 3] + [9] * 15, 6) == cut
+    assert calm_run(kinds, [0, worst, 16, 3, 4] + [9] * 15, 6) == cut
+    assert calm_run(kinds, [0, worst, 0, 16, 0, 16, 0] + [9] * 13, 6) == cut  # never two in a row
+    assert calm_run(kinds, [0, worst, 16, 9, 9, 0, 0] + [9] * 13, 6) == cut  # the second one at 7
+    assert calm_run(kinds, [0, worst, 16, 9, 9, 0, 0] + [9] * 13, 7) == patience
+    assert calm_run(kinds, [40, 0, 0] + [30] * 17, 6) == patience  # relative: 0 of 40, then 30s
+
+
+def test_a_socket_that_never_loses_learns_nothing_from_the_loss_signal():
+    """ECN marks instead of losses (DCTCP), or an uncontended link: no peak, the rule without it;
+    an iteration without losses before any was seen is no fall."""
+    kinds = "SSSSSS" + "F" * 14
+    assert calm_run(kinds, [0] * 20, 4) == run(kinds)
+    assert calm_run("F" * 20, [0, 0, 5, 5, 5, 5] + [5] * 14, 4) == "S" * 4 + "b" * 17
+
+
+def test_the_loss_signal_leaves_relapse_searches_alone():
+    """Only the first search is ended by it: a relapse's search (backoff > 0) runs as before."""
+    kinds = "F" * 12 + "SS" + "F" * 10
+    lossy = [0] * 14 + [6] * 10  # none in the first search, then losses that do not fall
+    assert calm_run(kinds, lossy, 4) == run(kinds)

@@ -146,7 +146,8 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
     # RTO is 200 ms, so the sender times out (once or twice) inside the iteration; L (not the
     # first) at once, the route a blackhole for 2 ms from about 10 ms into the iteration (which
     # takes 80 ms): the packets sent then are lost and the later ones' SACKs (or the tail loss
-    # probe's) repair them in fast recovery, inside the iteration
+    # probe's) repair them in fast recovery, inside the iteration; M (not the first) as L, with
+    # six such cuts 11 ms apart: several loss episodes
     import fcntl, subprocess, termios
     def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
         return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
@@ -159,11 +160,12 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
             time.sleep(pause)
             if kind == "T":
                 blackhole("add"); threading.Timer(0.5, blackhole, args=("del",)).start()
-            if kind == "L":
+            if kind in "LM":
+                once = f"ip route add blackhole {host}/32; sleep 0.002; ip route del blackhole {host}/32"
+                cuts = "sleep 0.01; " + once if kind == "L" else \
+                    "sleep 0.008; " + "; sleep 0.009; ".join([once] * 6)
                 cut = threading.Thread(target=subprocess.run, args=(
-                    ["ip", "netns", "exec", router, "sh", "-c",
-                     f"sleep 0.01; ip route add blackhole {host}/32; sleep 0.002; "
-                     f"ip route del blackhole {host}/32"],), kwargs={"check": True})
+                    ["ip", "netns", "exec", router, "sh", "-c", cuts],), kwargs={"check": True})
                 cut.start()
             s.sendall(half)
         if kind == "S":
@@ -171,7 +173,7 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
             time.sleep(stall)
         s.sendall(half)
         if s.recv(1) != b"k": raise SystemExit("sink went away")
-        if kind == "L": cut.join()
+        if kind in "LM": cut.join()
     print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
@@ -617,7 +619,7 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     telemetry counts the loss episodes of every L and T row, searching or not."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after)
-    assert spec.resolved()[-2:] == (damp, damp_after) and spec.resolved().slope == 32
+    assert (spec.resolved().damp, spec.resolved().damp_after) == (damp, damp_after) and spec.resolved().slope == 32
     kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF" + "SS" + "LFLFF"
     mine = one_connection_rows(manager, "pattern", 5208 + damp + damp_after, 0.2, 0.06, 2_000_000, kinds, NS_R,
                                spec=spec)
@@ -651,3 +653,56 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     assert all(f <= 17 * 1024 for f in damped), (f_last, losses, count)  # halved at least once: F <= 17
     assert all(f > 20 * 1024 for f in undamped), (f_last, losses, count)  # as before damp: up to 33
     assert all(f == 1024 for f, g in zip(f_last, got, strict=True) if g == "b"), (f_last, got)
+
+
+@contextlib.contextmanager
+def bottleneck_fifo(limit: int):
+    """The bottleneck's FIFO holds `limit` packets for the block (the module's 200 again after)."""
+    def set_limit(n: int) -> None:
+        sh("tc", "qdisc", "change", "dev", BOTTLENECK_DEV, "parent", "1:10", "handle", "10:", "pfifo", "limit",
+           str(n), ns=NS_R)
+    set_limit(limit)
+    try:
+        yield
+    finally:
+        set_limit(200)
+
+
+@pytest.mark.parametrize("kinds,calm_by,shape", [
+    # losses that do not fall (M: loss episodes in every iteration): the first search ends at
+    # iteration calm_by, not at the patience, and two slow iterations later start no new search
+    # (the backoff at its most)
+    ("F" + "MMMMM" + "F" * 8 + "SS" + "FF", 4, r"S{4}b+"),
+    # the same with the signal off: the patience ends the search, the two slow ones start a relapse
+    ("F" + "MMMMM" + "F" * 8 + "SS" + "FF", 0, r"S{9,}b+S+"),
+    # the losses fall to none and stay there for two iterations by calm_by: the search goes on
+    # until the patience ends it, and the two slow iterations start a relapse
+    ("F" + "MM" + "F" * 13 + "SS" + "FF", 5, r"S{9,}b+S+"),
+    # one iteration without losses by calm_by is no fall
+    ("F" + "MM" + "F" + "MMM" + "F" * 7 + "SS" + "FF", 6, r"S{6}b+"),
+])
+def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, kinds, calm_by, shape):
+    """The loss signal (`calm_by`, mltcp_common.h mltcp_calmless) on one connection whose
+    iterations are fast (F), slow (S), or lose packets several times (M: six 2 ms blackholes, each
+    repaired in fast recovery or by a timeout). The bottleneck's FIFO holds a whole iteration here
+    (2000 packets), so F and S lose nothing. The kernel's state per row must be what the mirror
+    computes from the rows' own rates, timeouts and loss episodes (adapt_rule.adapt_trace with
+    `calm_by`), count and backoff included, and have the shape each pattern is for."""
+    import re
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, calm_by=calm_by)
+    assert spec.resolved().calm_by == calm_by and spec.resolved().adapt
+    with bottleneck_fifo(2000):
+        mine = one_connection_rows(manager, "pattern", 5212 + calm_by + kinds.count("M"), 0.2, 0.06, 2_000_000,
+                                   kinds, NS_R, spec=spec)
+    assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
+        [(r["iteration"], r["bytes"]) for r in mine]
+    complete = [r for r in mine if not r["final"]]
+    got = "".join("S" if r["slope"] == 32 else "b" if r["slope"] == 0 else "?" for r in complete)
+    losses = [r["losses"] for r in complete]
+    rates, rtos = [row_rate(r) for r in complete], [r["rto"] for r in complete]
+    trace = adapt_trace(rates, rtos, losses, calm_by)
+    assert got == adapt_states(rates, rtos, losses, calm_by)[:-1], (got, losses, rtos)
+    assert [r["count"] for r in complete] == [s.count for s in trace][:-1], (losses, trace)
+    # what the patterns are for: every M iteration loses packets, the others of the first search do not
+    assert all((n > 0) == (k == "M") for n, k in zip(losses[:8], kinds, strict=False)), (losses, kinds)
+    assert re.fullmatch(shape, got), (got, losses)

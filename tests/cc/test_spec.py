@@ -8,6 +8,7 @@ from mn_harness.cc.spec import CCSpec, parse_idle_gap
 from mn_harness.cc.variants import (
     ADAPT_PATIENCE,
     DEFAULT_ADAPT,
+    DEFAULT_CALM_BY,
     DEFAULT_DAMP,
     DEFAULT_DAMP_AFTER,
     DEFAULT_IDLE_GAP_S,
@@ -32,7 +33,7 @@ def test_mapping_with_parameters():
         ("mltcp-cubic", 2.0, 0.25, 0.005)
     assert CCSpec("mltcp-reno").resolved() == (DEFAULT_SLOPE, DEFAULT_INTERCEPT,
                                                DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT,
-                                               DEFAULT_DAMP, DEFAULT_DAMP_AFTER)
+                                               DEFAULT_DAMP, DEFAULT_DAMP_AFTER, DEFAULT_CALM_BY)
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
@@ -74,8 +75,8 @@ def test_damp_reaches_the_compiled_instance_and_0_keeps_the_instances_name():
     tags = {d: instance_tag(CCSpec("mltcp-reno", damp=d)) for d in (0, 1, 2)}
     assert len(set(tags.values())) == 3
     assert tags[0] == instance_tag(CCSpec("mltcp-reno"))  # the default by name: the same program
-    assert fixed_params(CCSpec("mltcp-dctcp", damp=2))[-2] == 2
-    assert fixed_params(CCSpec("dctcp"))[-2] == 0
+    assert fixed_params(CCSpec("mltcp-dctcp", damp=2))[5] == 2
+    assert fixed_params(CCSpec("dctcp"))[5] == 0
 
 
 def test_damp_after_is_a_whole_number_up_to_the_patience_and_part_of_the_identity():
@@ -97,8 +98,28 @@ def test_damp_after_reaches_the_compiled_instance_and_0_keeps_the_instances_name
     tags = {k: instance_tag(CCSpec("mltcp-reno", damp=2, damp_after=k)) for k in (0, 2, 3)}
     assert len(set(tags.values())) == 3
     assert tags[0] == instance_tag(CCSpec("mltcp-reno", damp=2))  # the default: the same program
-    assert fixed_params(CCSpec("mltcp-dctcp", damp_after=2))[-1] == 2
-    assert fixed_params(CCSpec("dctcp"))[-1] == 0
+    assert fixed_params(CCSpec("mltcp-dctcp", damp_after=2))[6] == 2
+    assert fixed_params(CCSpec("dctcp"))[6] == 0
+
+
+def test_calm_by_is_a_whole_number_part_of_the_identity_and_0_keeps_the_instances_name():
+    """0..MAX_CALM_BY; the one-string and mapping forms agree; 0 compiles the program the variant
+    had before the parameter existed (the same kernel name)."""
+    from mn_harness.cc.build import fixed_params, instance_tag
+    from mn_harness.cc.spec import MAX_CALM_BY
+
+    spec = CCSpec.from_dict("mltcp-reno:calm_by=6", "--cc")
+    assert spec == CCSpec.from_dict({"name": "mltcp-reno", "calm_by": 6}, "--cc") == CCSpec("mltcp-reno", calm_by=6)
+    assert spec.resolved().calm_by == 6 and CCSpec("mltcp-reno").resolved().calm_by == DEFAULT_CALM_BY == 0
+    assert instance_tag(CCSpec("mltcp-reno", calm_by=0)) == instance_tag(CCSpec("mltcp-reno"))  # by name: the same
+    tags = {k: instance_tag(CCSpec("mltcp-reno", calm_by=k)) for k in (0, 6, 7)}
+    assert len(set(tags.values())) == 3
+    assert fixed_params(CCSpec("mltcp-cubic", calm_by=7))[7] == 7 and fixed_params(CCSpec("dctcp"))[7] == 0
+    for bad in (-1, MAX_CALM_BY + 1, "six", 2.5, True):
+        with pytest.raises(ConfigError, match=r"^jobs\[0\]\.cc\.calm_by: "):
+            CCSpec.from_dict({"name": "mltcp-reno", "calm_by": bad}, "jobs[0].cc")
+    with pytest.raises(ConfigError, match=r"^jobs\[0\]\.cc\.calm_by: only the mltcp-\* variants"):
+        CCSpec.from_dict({"name": "dctcp", "calm_by": 6}, "jobs[0].cc")
 
 
 @pytest.mark.parametrize("text,seconds", [("5ms", 0.005), ("200us", 0.0002), ("1s", 1.0),

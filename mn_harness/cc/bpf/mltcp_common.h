@@ -73,6 +73,10 @@
 #ifndef MLTCP_DAMP_AFTER     /* searching: damp only once count (iterations without progress) >= this */
 #define MLTCP_DAMP_AFTER 0
 #endif
+#ifndef MLTCP_CALM_BY        /* the first search ends at this iteration if its losses never fell (0: off) */
+#define MLTCP_CALM_BY 0
+#endif
+#define MLTCP_CALM_SHIFT 3	/* calm: an iteration's loss episodes at most the peak's 1/2^this */
 #define MLTCP_LOSSES_MAX 255	/* the loss-episode count saturates here (8 bits of mltcp_state) */
 #define MLTCP_DAMP_SHIFT_MAX 31	/* F - 1 < 2^16 (F <= 64): any shift past 16 leaves 0 */
 
@@ -196,6 +200,8 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 #define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches started by a relapse so far; */
 #define MLTCP_F_BACKOFF 0x1c	/* the next needs MLTCP_ADAPT_RELAPSE << that many slow iterations */
 #define MLTCP_F_RTO 0x20	/* the current iteration had a retransmission timeout */
+#define MLTCP_F_CALM 0x40	/* adaptive: the first search had two calm iterations in a row (MLTCP_CALM_BY) */
+#define MLTCP_F_CALM_LAST 0x80	/* adaptive: the first search's last iteration was calm */
 
 /*
  * Per-socket MLTCP state, first member of each variant's icsk_ca_priv struct (40 bytes: CUBIC's
@@ -204,7 +210,6 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 struct mltcp_state {
 	__u64 iter_start_acked;	/* tp->bytes_acked when the current iteration began */
 	__u64 iter_start_ns;	/* bpf_ktime_get_ns() at that TX_START */
-	__u64 last_ack_ns;	/* last time an ACK acknowledged new data */
 	__u32 learned;		/* learned bytes per iteration, 0 = not learned yet */
 	__u32 iter : 24;	/* current iteration number, 0 = no data sent yet (wraps after 2^24) */
 	__u32 losses : 8;	/* loss episodes (fast recovery, timeouts) in the current iteration,
@@ -213,10 +218,14 @@ struct mltcp_state {
 				 * iterations on an overloaded link see more than 15 */
 	__u32 rate_ref;		/* adaptive, bytes per us x1024: searching, the best iteration's rate;
 				 * not searching, the usual one's (a moving average; 0: not yet) */
+	__u32 last_ack_us;	/* last time an ACK acknowledged new data, in us after iter_start_ns
+				 * (saturating: 71 minutes; 32 bits, so that loss_peak fits) */
 	__u16 sport;		/* local port, saved because it reads 0 in release() */
 	__u8 flags;		/* MLTCP_F_* */
 	__u8 count;		/* adaptive: searching, iterations since the last progress; not
 				 * searching, collided iterations in a row */
+	__u8 loss_peak;		/* adaptive: the most loss episodes of an iteration of the first search */
+	__u8 spare[3];
 };
 
 /* Telemetry: one row per socket and finished iteration (the last one is written at close). */
@@ -262,7 +271,7 @@ static __always_inline void mltcp_init(struct sock *sk)
 
 	st->iter_start_acked = 0;
 	st->iter_start_ns = 0;
-	st->last_ack_ns = 0;
+	st->last_ack_us = 0;
 	st->learned = 0;
 	st->iter = 0;
 	st->losses = 0;
@@ -270,6 +279,13 @@ static __always_inline void mltcp_init(struct sock *sk)
 	st->sport = 0;
 	st->flags = 0;
 	st->count = 0;
+	st->loss_peak = 0;
+}
+
+/* The last ACK's time (bpf_ktime_get_ns), or the iteration's start if none came yet. */
+static __always_inline __u64 mltcp_last_ack_ns(const struct mltcp_state *st)
+{
+	return st->iter_start_ns + (__u64)st->last_ack_us * 1000;
 }
 
 /* The slope in effect: the compiled one, 0 once an adaptive search was given up. */
@@ -364,7 +380,7 @@ static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state 
 	row.believed = believed;
 	row.learned = st->learned;
 	row.start_ns = st->iter_start_ns;
-	row.end_ns = st->last_ack_ns;
+	row.end_ns = mltcp_last_ack_ns(st);
 	row.f_last_fp = f_fp;
 	row.final = final;
 	row.slope_fp = (__u32)mltcp_slope_fp(st);
@@ -446,18 +462,55 @@ static __always_inline void mltcp_end_search(struct mltcp_state *st)
 	st->count = 0;
 }
 
+/*
+ * The loss signal (MLTCP_CALM_BY; docs/cc.md#the-adaptive-step): jobs that can part lose less as
+ * their phases move apart and stay apart, jobs that cannot keep losing. An iteration of the first
+ * search is calm when its loss episodes fell to at most 1/2^MLTCP_CALM_SHIFT of the most an
+ * iteration of it had (some loss seen). A first search that has seen losses and not two calm
+ * iterations in a row by the end of its iteration MLTCP_CALM_BY ends, and as no schedule was
+ * found, a new search then needs the most slow iterations in a row (the backoff at its maximum):
+ * where none exists (overload) the first search's iterations 5-9 and the relapses' searches made
+ * the tail. One calm iteration is no sign: where no schedule exists a socket's losses fall now
+ * and then for one iteration (on overload in 5 of 48 sockets' iterations 2-6), where jobs part
+ * they stay down. A socket that never lost (ECN marks instead) learns nothing from it.
+ * Returns true: the search ends.
+ */
+static __always_inline bool mltcp_calmless(struct mltcp_state *st)
+{
+#if MLTCP_CALM_BY
+	if (st->flags & (MLTCP_F_BACKOFF | MLTCP_F_CALM))
+		return false;
+	if (st->losses > st->loss_peak)
+		st->loss_peak = st->losses;
+	if (st->loss_peak && ((__u32)st->losses << MLTCP_CALM_SHIFT) <= st->loss_peak) {
+		if (st->flags & MLTCP_F_CALM_LAST) {
+			st->flags |= MLTCP_F_CALM;
+			return false;
+		}
+		st->flags |= MLTCP_F_CALM_LAST;
+	} else {
+		st->flags &= ~MLTCP_F_CALM_LAST;
+	}
+	return st->loss_peak && st->iter >= MLTCP_CALM_BY;
+#else
+	return false;
+#endif
+}
+
 /* rto: the iteration had a retransmission timeout. */
-static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 dur_ns, bool rto)
+static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 us, bool rto)
 {
 #if MLTCP_ADAPT
-	__u64 us = dur_ns / 1000;
 	__u64 rate, ref = st->rate_ref;
 
 	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
 	if (rate > 0xffffffffULL)
 		rate = 0xffffffffULL;
 	if (!(st->flags & MLTCP_F_BASE)) {
-		if (rto && (st->flags & MLTCP_F_BACKOFF)) {
+		if (mltcp_calmless(st)) {
+			mltcp_end_search(st);
+			st->flags |= MLTCP_F_BACKOFF;
+		} else if (rto && (st->flags & MLTCP_F_BACKOFF)) {
 			mltcp_end_search(st);
 			mltcp_back_off(st);
 		} else if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
@@ -502,7 +555,7 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 		st->iter_start_ns = now;
 		return;
 	}
-	if (now - st->last_ack_ns <= MLTCP_IDLE_GAP_NS)
+	if (now - mltcp_last_ack_ns(st) <= MLTCP_IDLE_GAP_NS)
 		return;		/* short pause inside an iteration (e.g. between ring steps) */
 	bytes = acked - st->iter_start_acked;
 	if (!bytes)
@@ -533,12 +586,13 @@ static __always_inline void mltcp_tx_start(struct sock *sk)
 		st->learned = (__u32)min(((__u64)st->learned + bytes) / 2, 0xffffffffULL);
 	st->flags = big ? st->flags | MLTCP_F_LAST_BIG : st->flags & ~MLTCP_F_LAST_BIG;
 	mltcp_write_row(sk, st, bytes, believed, f_fp, 0);
-	mltcp_adapt(st, bytes, st->last_ack_ns - st->iter_start_ns, st->flags & MLTCP_F_RTO);
+	mltcp_adapt(st, bytes, st->last_ack_us, st->flags & MLTCP_F_RTO);
 	st->flags &= ~MLTCP_F_RTO;
 	st->losses = 0;
 	st->iter++;
 	st->iter_start_acked = acked;
 	st->iter_start_ns = now;
+	st->last_ack_us = 0;
 #if MLTCP_RESTART
 	if (!(st->flags & MLTCP_F_BASE))
 		mltcp_restart_window(tcp_sk(sk));
@@ -566,8 +620,13 @@ static __always_inline void mltcp_set_state(struct sock *sk, __u8 new_state)
 /* Called from each variant's pkts_acked: remembers when data was last acknowledged. */
 static __always_inline void mltcp_acked(struct sock *sk, const struct ack_sample *sample)
 {
-	if (sample->pkts_acked)
-		mltcp_st(sk)->last_ack_ns = bpf_ktime_get_ns();
+	struct mltcp_state *st = mltcp_st(sk);
+	__u64 us;
+
+	if (!sample->pkts_acked || !st->iter)
+		return;
+	us = (bpf_ktime_get_ns() - st->iter_start_ns) / 1000;
+	st->last_ack_us = us > 0xffffffffULL ? 0xffffffffU : (__u32)us;
 }
 
 /* Called from each variant's release: records the iteration that was running at close. */
@@ -585,6 +644,7 @@ static __always_inline void mltcp_release(struct sock *sk)
 
 _Static_assert(sizeof(struct mltcp_state) == 40, "mltcp_state grew: CUBIC's private state needs its 64 bytes");
 _Static_assert(MLTCP_DAMP >= 0 && MLTCP_DAMP <= 8, "MLTCP_DAMP outside 0..8");
+_Static_assert(MLTCP_CALM_BY >= 0 && MLTCP_CALM_BY <= 255, "MLTCP_CALM_BY outside 0..255");
 _Static_assert(MLTCP_DAMP_AFTER >= 0 && MLTCP_DAMP_AFTER <= MLTCP_ADAPT_PATIENCE,
 	       "MLTCP_DAMP_AFTER outside 0..MLTCP_ADAPT_PATIENCE");
 
