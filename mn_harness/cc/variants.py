@@ -58,7 +58,7 @@ DEFAULT_DAMP_AFTER = 0
 # episodes per iteration did not stay at an eighth of its worst iteration's or fewer for two
 # iterations in a row by this iteration, ends (no schedule is being found), and a new search then
 # needs ADAPT_BACKOFF_MAX slow iterations in a row. Off by name: with 7, overload's p99 gain over
-# reno was 0.946x and partial's 0.896x (the rule 0.73-0.78x), but about half of 3jobs-slack-sync's
+# reno was 0.965x and partial's 0.896x (the rule 0.73-0.78x), but about half of 3jobs-slack-sync's
 # rounds part only after iteration 7 and lost their gain (1.055x, the rule 1.172x in the same
 # rounds): the losses do not tell the two apart sooner (docs/notebook/2026-12-06-loss-signal.md).
 DEFAULT_CALM_BY = 0
