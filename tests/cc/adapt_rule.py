@@ -65,9 +65,9 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None, losses: list[i
     loss episodes: the Step during each iteration, then after the last. Searching: with `calm_by`,
     the first search ends at its iteration `calm_by` or later once it has lost and no two of its
     iterations in a row were calm (loss episodes at most the most so far >> CALM_SHIFT), and the
-    backoff goes to its maximum; a timeout ends a search a relapse started (not the first); a rate over
-    the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE iterations without end
-    the search. As the base CC the usual rate is the first iteration's, then moves a quarter of
+    backoff goes to its maximum; a timeout ends a search a relapse started (not the first); a
+    rate over the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE iterations
+    without end the search. As the base CC the usual rate is the first iteration's, then moves a quarter of
     the way to each rate not ADAPT_DROP under it; RELAPSE << backoff rates in a row under it (at
     most ADAPT_BACKOFF_MAX; count) start a search whose best so far is the usual rate. The backoff
     grows by one with every relapse and every search a timeout ended (so it is 0 in the first

@@ -471,8 +471,10 @@ static __always_inline void mltcp_end_search(struct mltcp_state *st)
  * found, a new search then needs the most slow iterations in a row (the backoff at its maximum):
  * where none exists (overload) the first search's iterations 5-9 and the relapses' searches made
  * the tail. One calm iteration is no sign: where no schedule exists a socket's losses fall now
- * and then for one iteration (on overload in 5 of 48 sockets' iterations 2-6), where jobs part
- * they stay down. A socket that never lost (ECN marks instead) learns nothing from it.
+ * and then for one iteration (on overload 5 of 360 first-search iterations 2-6), where jobs part
+ * they stay down. A socket that never lost (ECN marks instead) learns nothing from it; where
+ * losses are few (a worst iteration under 1 << MLTCP_CALM_SHIFT) only an iteration without loss
+ * is calm.
  * Returns true: the search ends.
  */
 static __always_inline bool mltcp_calmless(struct mltcp_state *st)
