@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from mn_harness.bpf import toolchain
 from mn_harness.bpf.errors import BpfError, BpfUnavailable
@@ -43,12 +44,23 @@ def default_cache_dir() -> Path:
     return toolchain.default_cache_dir("cc", "MN_HARNESS_CC_CACHE")
 
 
-def fixed_params(spec: CCSpec) -> tuple[int, int, int, int, int, int, int, int]:
-    """(slope x1024, intercept x1024, idle gap in ns, restart 0/1, adapt 0/1, damp, damp_after,
-    calm_by) as compiled into the program."""
+class FixedParams(NamedTuple):
+    """A BPF variant's parameters as compiled into the program (-DMLTCP_*)."""
+
+    slope_fp: int  # x1024
+    intercept_fp: int  # x1024
+    gap_ns: int
+    restart: int  # 0/1
+    adapt: int  # 0/1
+    damp: int
+    damp_after: int
+    calm_by: int
+
+
+def fixed_params(spec: CCSpec) -> FixedParams:
     p = spec.resolved()
-    return round(p.slope * FP_ONE), round(p.intercept * FP_ONE), round(p.idle_gap_s * 1e9), int(p.restart), \
-        int(p.adapt), p.damp, p.damp_after, p.calm_by
+    return FixedParams(round(p.slope * FP_ONE), round(p.intercept * FP_ONE), round(p.idle_gap_s * 1e9),
+                       int(p.restart), int(p.adapt), p.damp, p.damp_after, p.calm_by)
 
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:

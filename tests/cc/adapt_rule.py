@@ -78,10 +78,10 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None, losses: list[i
     for number, (rate, rto, lost) in enumerate(zip(rates, rtos or [False] * len(rates),
                                                    losses or [0] * len(rates), strict=True), start=1):
         out.append(Step(not base, count, backoff))
-        calmless = False
+        calmless, lost = False, min(lost, LOSSES_MAX)
         if calm_by and not base and not backoff and not calm:
-            peak = max(peak, min(lost, LOSSES_MAX))
-            this_calm = bool(peak) and min(lost, LOSSES_MAX) << CALM_SHIFT <= peak
+            peak = max(peak, lost)
+            this_calm = bool(peak) and lost << CALM_SHIFT <= peak
             calm, last_calm = this_calm and last_calm, this_calm
             calmless = not calm and bool(peak) and number >= calm_by
         if not base:

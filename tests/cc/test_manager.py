@@ -36,6 +36,7 @@ NS_A, NS_R, NS_B = f"mlcc{PID}a", f"mlcc{PID}r", f"mlcc{PID}b"
 IP_A, IP_B = "10.77.1.1", "10.77.2.1"
 BOTTLENECK_DEV = f"mlcc{PID}r1"  # R's interface towards B
 RATE = "200mbit"
+FIFO_LIMIT = 200  # the bottleneck FIFO's packets (the module's network)
 
 # One small traffic tool, run inside a namespace with `ip netns exec ... python -c`.
 TRAFFIC = r'''
@@ -273,7 +274,7 @@ def veth_pair(limit: int = 100):
 
 @pytest.fixture(scope="module")
 def net():
-    with veth_pair(limit=200):
+    with veth_pair(limit=FIFO_LIMIT):
         yield
 
 
@@ -657,7 +658,7 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
 
 @contextlib.contextmanager
 def bottleneck_fifo(limit: int):
-    """The bottleneck's FIFO holds `limit` packets for the block (the module's 200 again after)."""
+    """The bottleneck's FIFO holds `limit` packets for the block (FIFO_LIMIT again after)."""
     def set_limit(n: int) -> None:
         sh("tc", "qdisc", "change", "dev", BOTTLENECK_DEV, "parent", "1:10", "handle", "10:", "pfifo", "limit",
            str(n), ns=NS_R)
@@ -665,7 +666,7 @@ def bottleneck_fifo(limit: int):
     try:
         yield
     finally:
-        set_limit(200)
+        set_limit(FIFO_LIMIT)
 
 
 @pytest.mark.parametrize("kinds,calm_by,shape", [
