@@ -389,7 +389,7 @@ class Session:
                 summary = write_run_results(self.experiment, self.plan.for_experiment(self.experiment),
                                             self.results_dir, self.cc_names, self.facts, fidelity=self.fidelity.block)
                 self.log(summary.fidelity.line() if summary.fidelity else "fidelity: not recorded")
-                if advice := time_scale_advice(summary.fidelity, self.time_scale):
+                if advice := time_scale_advice(summary.fidelity, self.time_scale, self.plan.link_bps()):
                     self.log(advice)
             except OSError as write_error:  # a full or failing results disk
                 raise ResultsWriteError(f"cannot write the results to {self.results_dir}: "

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from mn_harness.config.fidelity import FidelityThresholds
@@ -136,10 +137,26 @@ def fidelity_block(t: FidelityThresholds, links: Mapping[str, LinkGaps] | None, 
                     monitor_kernel_s=_r(monitor_kernel_s))
 
 
-def time_scale_advice(block: Fidelity | None, time_scale: float) -> str | None:
+# The fastest shaped link the reference machine (the project's 2-core VM, kernel 6.18) kept
+# faithful: runs whose links the machine ran at 100 Mbit/s were faithful and at 200 Mbit/s not
+# (docs/fidelity.md#time-dilation). A faster machine keeps faster links; this one is the
+# advice's yardstick, not a limit.
+FAITHFUL_LINK_BPS = 100e6
+
+
+def suggested_time_scale(time_scale: float, machine_bps: float) -> int:
+    """The whole time scale that runs a link the machine now runs at `machine_bps` at
+    FAITHFUL_LINK_BPS; twice the present one where the link is already that slow."""
+    wanted = time_scale * machine_bps / FAITHFUL_LINK_BPS
+    return math.ceil(wanted if wanted > time_scale else 2 * time_scale)
+
+
+def time_scale_advice(block: Fidelity | None, time_scale: float, link_bps: Mapping[str, float]) -> str | None:
     """One line for a run whose shaped links lost time while the host kept up: the machine's
-    timers (not its CPU) limit it, and running the experiment slower is what helps. A busy host
-    gets no advice here: its own violation says what to fix first."""
+    timers (not its CPU) limit it, and running the experiment slower is what helps, by the time
+    scale that brings the fastest such link (its machine rate in `link_bps`) to
+    FAITHFUL_LINK_BPS. A busy host gets no advice here: its own violation says what to fix
+    first."""
     if block is None or block.verdict != UNFAITHFUL:
         return None
     kinds = {v.invariant for v in block.violations}
@@ -147,6 +164,8 @@ def time_scale_advice(block: Fidelity | None, time_scale: float) -> str | None:
                   and (block.links.get(v.where or "") or FidelityLink()).kind == "qdisc"]
     if not slow_links or "host" in kinds:
         return None
+    fastest = max((link_bps.get(name, 0.0) for name in slow_links), default=0.0)
+    scale = f"e.g. {suggested_time_scale(time_scale, fastest)}" if fastest > 0 else "e.g. 5"
     return (f"fidelity: {', '.join(slow_links[:3])}{' ...' if len(slow_links) > 3 else ''} kept worse time than "
             f"this machine's timers allow at these rates{f' (time scale {time_scale:g})' if time_scale != 1 else ''}: "
-            "run slower with run.emulation.time_scale, e.g. 5 (docs/fidelity.md#time-dilation)")
+            f"run slower with run.emulation.time_scale, {scale} (docs/fidelity.md#time-dilation)")

@@ -112,11 +112,32 @@ def test_time_dilation_is_advised_only_for_shaped_links_that_lost_time_on_a_host
     from mn_harness.fidelity.verdict import time_scale_advice
 
     slow = {"s1->s2": gaps(1000, 600, 300)}
-    advice = time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, HOST_OK, WORKERS_OK), 1)
+    rates = {"s1->s2": 1e9, "h1->s1": 10e9}
+    advice = time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, HOST_OK, WORKERS_OK), 1, rates)
     assert advice is not None and "s1->s2" in advice and "run.emulation.time_scale" in advice
     assert "time scale 5" in (time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, HOST_OK,
-                                                                 WORKERS_OK), 5) or "")
+                                                                 WORKERS_OK), 5, rates) or "")
     busy = FidelityHost(all_saturated_share=0.5, steal_mean=0.0)  # a busy host: its own verdict comes first
-    assert time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, busy, WORKERS_OK), 1) is None
+    assert time_scale_advice(fidelity_block(FidelityThresholds(), slow, None, busy, WORKERS_OK), 1, rates) is None
     ok = fidelity_block(FidelityThresholds(), {"s1->s2": gaps(1000, 990, 5)}, None, HOST_OK, WORKERS_OK)
-    assert time_scale_advice(ok, 1) is None and time_scale_advice(None, 1) is None
+    assert time_scale_advice(ok, 1, rates) is None and time_scale_advice(None, 1, rates) is None
+
+
+def test_the_advised_time_scale_runs_the_fastest_slow_link_at_the_faithful_rate():
+    """The advice names the scale that brings the fastest link that lost time (the machine's
+    rate, not a faster link that kept it) to FAITHFUL_LINK_BPS, from the present scale; a link
+    already that slow gets twice the present scale."""
+    from mn_harness.fidelity.verdict import FAITHFUL_LINK_BPS, suggested_time_scale, time_scale_advice
+
+    slow = fidelity_block(FidelityThresholds(), {"s1->s2": gaps(1000, 600, 300), "s2->s1": gaps(1000, 600, 300),
+                                                 "h1->s1": gaps(1000, 990, 5)}, None, HOST_OK, WORKERS_OK)
+    rates = {"s1->s2": 10 * FAITHFUL_LINK_BPS, "s2->s1": 4 * FAITHFUL_LINK_BPS, "h1->s1": 40 * FAITHFUL_LINK_BPS}
+    assert "time_scale, e.g. 10 " in (time_scale_advice(slow, 1, rates) or "")
+    # at scale 5 the machine already runs s1->s2 at 2x the yardstick: 5 x 2
+    halved = {name: bps / 5 for name, bps in rates.items()}
+    assert "time_scale, e.g. 10 " in (time_scale_advice(slow, 5, halved) or "")
+    assert suggested_time_scale(1, 5 * FAITHFUL_LINK_BPS) == 5
+    assert suggested_time_scale(2, 1.5 * FAITHFUL_LINK_BPS) == 3  # 2 x 1.5
+    assert suggested_time_scale(3, FAITHFUL_LINK_BPS) == 6  # at the yardstick and still slow: twice
+    assert suggested_time_scale(1, 0.5 * FAITHFUL_LINK_BPS) == 2
+    assert "e.g. 5 " in (time_scale_advice(slow, 1, {}) or "")  # rates unknown: the documented example
