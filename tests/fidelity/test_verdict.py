@@ -134,8 +134,8 @@ def test_the_advised_time_scale_runs_the_fastest_slow_link_at_the_faithful_rate(
     rates = {"s1->s2": 10 * FAITHFUL_LINK_BPS, "s2->s1": 4 * FAITHFUL_LINK_BPS, "h1->s1": 40 * FAITHFUL_LINK_BPS}
     assert "time_scale, e.g. 10 " in (time_scale_advice(slow, 1, rates) or "")
     # at scale 5 the machine already runs s1->s2 at 2x the yardstick: 5 x 2
-    halved = {name: bps / 5 for name, bps in rates.items()}
-    assert "time_scale, e.g. 10 " in (time_scale_advice(slow, 5, halved) or "")
+    dilated = {name: bps / 5 for name, bps in rates.items()}
+    assert "time_scale, e.g. 10 " in (time_scale_advice(slow, 5, dilated) or "")
     assert suggested_time_scale(1, 5 * FAITHFUL_LINK_BPS) == 5
     assert suggested_time_scale(2, 1.5 * FAITHFUL_LINK_BPS) == 3  # 2 x 1.5
     assert suggested_time_scale(3, FAITHFUL_LINK_BPS) == 6  # at the yardstick and still slow: twice
