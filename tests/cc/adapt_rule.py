@@ -63,8 +63,9 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None, losses: list[i
                 calm_by: int = 0) -> list[Step]:
     """Per iteration (the socket's first on) rate, whether it had a retransmission timeout and its
     loss episodes: the Step during each iteration, then after the last. Searching: with `calm_by`,
-    the first search ends at its iteration `calm_by` or later once it has lost and no two of its
-    iterations in a row were calm (loss episodes at most the most so far >> CALM_SHIFT), and the
+    the first search ends at its iteration `calm_by` or later once its worst iteration had at
+    least 1 << CALM_SHIFT loss episodes and no two of its iterations in a row were calm (loss
+    episodes at most the most so far >> CALM_SHIFT, some loss seen), and the
     backoff goes to its maximum; a timeout ends a search a relapse started (not the first); a
     rate over the best by ADAPT_GAIN is progress (count back to 0), ADAPT_PATIENCE iterations
     without end the search. As the base CC the usual rate is the first iteration's, then moves a quarter of
@@ -83,7 +84,7 @@ def adapt_trace(rates: list[int], rtos: list[bool] | None = None, losses: list[i
             peak = max(peak, lost)
             this_calm = bool(peak) and lost << CALM_SHIFT <= peak
             calm, last_calm = this_calm and last_calm, this_calm
-            calmless = not calm and bool(peak) and number >= calm_by
+            calmless = not calm and peak >= 1 << CALM_SHIFT and number >= calm_by
         if not base:
             if calmless:
                 base, ref, count, backoff = True, 0, 0, BACKOFF_BITS_MAX

@@ -245,9 +245,9 @@ def test_a_first_search_whose_losses_never_fall_ends_at_calm_by_and_backs_off_to
     assert trace[6].backoff == BACKOFF_BITS_MAX and min(RELAPSE << trace[6].backoff, ADAPT_BACKOFF_MAX) \
         == ADAPT_BACKOFF_MAX
     slow = "F" * 12 + "S" * ADAPT_BACKOFF_MAX + "F"  # the most slow iterations in a row do, one fewer not
-    assert calm_run(slow, [5] * len(slow), 6) == "S" * 6 + "b" * (6 + ADAPT_BACKOFF_MAX) + "SS"
+    assert calm_run(slow, [9] * len(slow), 6) == "S" * 6 + "b" * (6 + ADAPT_BACKOFF_MAX) + "SS"
     fewer = "F" * 12 + "S" * (ADAPT_BACKOFF_MAX - 1) + "F"
-    assert calm_run(fewer, [5] * len(fewer), 6) == "S" * 6 + "b" * (len(fewer) - 5)
+    assert calm_run(fewer, [9] * len(fewer), 6) == "S" * 6 + "b" * (len(fewer) - 5)
 
 
 def test_two_calm_iterations_in_a_row_an_eighth_of_the_worst_ones_losses_or_fewer_keep_the_search():
@@ -272,11 +272,25 @@ def test_a_socket_that_never_loses_learns_nothing_from_the_loss_signal():
     an iteration without losses before any was seen is no fall."""
     kinds = "SSSSSS" + "F" * 14
     assert calm_run(kinds, [0] * 20, 4) == run(kinds)
-    assert calm_run("F" * 20, [0, 0, 5, 5, 5, 5] + [5] * 14, 4) == "S" * 4 + "b" * 17
+    assert calm_run("F" * 20, [0, 0, 9, 9, 9, 9] + [9] * 14, 4) == "S" * 4 + "b" * 17
+
+
+def test_a_socket_whose_worst_iteration_lost_under_eight_times_learns_nothing_from_it():
+    """A worst iteration of fewer than 1 << CALM_SHIFT loss episodes (an eighth of it under one;
+    DCTCP's sockets under ECN on the demo) ends no search, however late the losses come or however
+    long they last; once an iteration reaches it, the signal ends the search as for any socket."""
+    few, eight = (1 << CALM_SHIFT) - 1, 1 << CALM_SHIFT
+    kinds = "F" * 20
+    assert calm_run(kinds, [0] * 6 + [2, 2] + [0] * 12, 4) == run(kinds)  # the demo's: one late loss
+    assert calm_run(kinds, [few] * 20, 4) == run(kinds)
+    assert calm_run(kinds, [few] * 5 + [eight] + [few] * 14, 4) == "S" * 6 + "b" * 15
+    assert calm_run(kinds, [eight] * 20, 4) == "S" * 4 + "b" * 17
+    # its calm iterations count all the same: two without loss by then keep the search past it
+    assert calm_run(kinds, [few, 0, 0] + [eight] * 17, 4) == run(kinds)
 
 
 def test_the_loss_signal_leaves_relapse_searches_alone():
     """Only the first search is ended by it: a relapse's search (backoff > 0) runs as before."""
     kinds = "F" * 12 + "SS" + "F" * 10
-    lossy = [0] * 14 + [6] * 10  # none in the first search, then losses that do not fall
+    lossy = [0] * 14 + [9] * 10  # none in the first search, then losses that do not fall
     assert calm_run(kinds, lossy, 4) == run(kinds)

@@ -27,7 +27,7 @@ from mn_harness.cc.manager import (
     unregister_by_name,
 )
 from mn_harness.cc.spec import CCSpec
-from tests.cc.adapt_rule import adapt_states, adapt_trace, factor_fp, row_rate
+from tests.cc.adapt_rule import CALM_SHIFT, adapt_states, adapt_trace, factor_fp, row_rate
 
 pytestmark = pytest.mark.root
 
@@ -37,6 +37,7 @@ IP_A, IP_B = "10.77.1.1", "10.77.2.1"
 BOTTLENECK_DEV = f"mlcc{PID}r1"  # R's interface towards B
 RATE = "200mbit"
 FIFO_LIMIT = 200  # the bottleneck FIFO's packets (the module's network)
+M_FIFO_LIMIT = 8  # ... during an M iteration of the loss-signal patterns: overflows after every recovery
 
 # One small traffic tool, run inside a namespace with `ip netns exec ... python -c`.
 TRAFFIC = r'''
@@ -139,7 +140,7 @@ def merge(host, port, cc, iters, pause, short_at, size):
     print(json.dumps([{"size": size, "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
-def pattern(host, port, cc, pause, stall, size, kinds, router=""):
+def pattern(host, port, cc, pause, stall, size, kinds, router="", narrow="", widen=""):
     # one iteration per letter of `kinds`, `pause` seconds apart: F sends its bytes at once, S
     # in two halves, the second `stall` seconds after the first was acknowledged (shorter than
     # the idle gap: the same iteration, at a lower rate); T (not the first) at once, into a
@@ -147,8 +148,9 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
     # RTO is 200 ms, so the sender times out (once or twice) inside the iteration; L (not the
     # first) at once, the route a blackhole for 2 ms from about 10 ms into the iteration (which
     # takes 80 ms): the packets sent then are lost and the later ones' SACKs (or the tail loss
-    # probe's) repair them in fast recovery, inside the iteration; M (not the first) as L, with
-    # six such cuts 11 ms apart: several loss episodes
+    # probe's) repair them in fast recovery, inside the iteration; M (not the first) at once
+    # through a bottleneck FIFO of a few packets (the `narrow` command in `router` before it,
+    # `widen` after): the window overflows it again after each recovery, many loss episodes
     import fcntl, subprocess, termios
     def unacked(s):  # bytes written and not yet acknowledged, sent or not (SIOCOUTQ)
         return struct.unpack("I", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
@@ -161,20 +163,21 @@ def pattern(host, port, cc, pause, stall, size, kinds, router=""):
             time.sleep(pause)
             if kind == "T":
                 blackhole("add"); threading.Timer(0.5, blackhole, args=("del",)).start()
-            if kind in "LM":
-                once = f"ip route add blackhole {host}/32; sleep 0.002; ip route del blackhole {host}/32"
-                cuts = "sleep 0.01; " + once if kind == "L" else \
-                    "sleep 0.008; " + "; sleep 0.009; ".join([once] * 6)
+            if kind == "L":
+                cuts = f"sleep 0.01; ip route add blackhole {host}/32; sleep 0.002; ip route del blackhole {host}/32"
                 cut = threading.Thread(target=subprocess.run, args=(
                     ["ip", "netns", "exec", router, "sh", "-c", cuts],), kwargs={"check": True})
                 cut.start()
+            if kind == "M":
+                subprocess.run(["ip", "netns", "exec", router, "sh", "-c", narrow], check=True)
             s.sendall(half)
         if kind == "S":
             while unacked(s): time.sleep(0.001)
             time.sleep(stall)
         s.sendall(half)
         if s.recv(1) != b"k": raise SystemExit("sink went away")
-        if kind in "LM": cut.join()
+        if kind == "L": cut.join()
+        if kind == "M": subprocess.run(["ip", "netns", "exec", router, "sh", "-c", widen], check=True)
     print(json.dumps([{"size": 2 * len(half), "sport": s.getsockname()[1]}]), flush=True)
     time.sleep(pause); s.close()
 
@@ -578,7 +581,7 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
     have the shape each pattern is for; rows as the base CC have F = 1, searching rows reach
     F > 20 (slope 32)."""
     import re
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.1)
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, calm_by=0)  # the loss signal off: the rule alone
     assert spec.resolved().adapt and spec.resolved().slope == 32
     mine = one_connection_rows(manager, "pattern", 5207, 0.2, 0.06, 2_000_000, kinds, NS_R, spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
@@ -619,7 +622,8 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     iteration, an L, is at most 1 past it), a relapse's from its first iteration (count 0). The
     telemetry counts the loss episodes of every L and T row, searching or not."""
     import re
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after)
+    # the loss signal off: the L rows of the first search would end it at calm_by
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after, calm_by=0)
     assert (spec.resolved().damp, spec.resolved().damp_after) == (damp, damp_after) and spec.resolved().slope == 32
     kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF" + "SS" + "LFLFF"
     mine = one_connection_rows(manager, "pattern", 5208 + damp + damp_after, 0.2, 0.06, 2_000_000, kinds, NS_R,
@@ -681,20 +685,25 @@ def bottleneck_fifo(limit: int):
     ("F" + "MM" + "F" * 13 + "SS" + "FF", 5, r"S{9,}b+S+"),
     # one iteration without losses by calm_by is no fall
     ("F" + "MM" + "F" + "MMM" + "F" * 7 + "SS" + "FF", 6, r"S{6}b+"),
+    # losses that do not fall but are few (L: one episode; ECN's sockets): no signal, the rule
+    ("F" + "LLLLL" + "F" * 8 + "SS" + "FF", 4, r"S{9,}b+S+"),
 ])
 def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, kinds, calm_by, shape):
     """The loss signal (`calm_by`, mltcp_common.h mltcp_calmless) on one connection whose
-    iterations are fast (F), slow (S), or lose packets several times (M: six 2 ms blackholes, each
-    repaired in fast recovery or by a timeout). The bottleneck's FIFO holds a whole iteration here
-    (2000 packets), so F and S lose nothing. The kernel's state per row must be what the mirror
+    iterations are fast (F), slow (S), lose packets once (L: a 2 ms blackhole) or many times (M:
+    through a FIFO of M_FIFO_LIMIT packets, at least 1 << CALM_SHIFT loss episodes). The
+    bottleneck's FIFO holds a whole iteration otherwise (2000 packets), so F and S lose nothing.
+    The kernel's state per row must be what the mirror
     computes from the rows' own rates, timeouts and loss episodes (adapt_rule.adapt_trace with
     `calm_by`), count and backoff included, and have the shape each pattern is for."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1, calm_by=calm_by)
     assert spec.resolved().calm_by == calm_by and spec.resolved().adapt
     with bottleneck_fifo(2000):
-        mine = one_connection_rows(manager, "pattern", 5212 + calm_by + kinds.count("M"), 0.2, 0.06, 2_000_000,
-                                   kinds, NS_R, spec=spec)
+        fifo = f"tc qdisc change dev {BOTTLENECK_DEV} parent 1:10 handle 10: pfifo limit"
+        mine = one_connection_rows(manager, "pattern", 5212 + calm_by + kinds.count("M") + kinds.count("L"), 0.2,
+                                   0.06, 2_000_000, kinds, NS_R, f"{fifo} {M_FIFO_LIMIT}", f"{fifo} 2000",
+                                   spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     complete = [r for r in mine if not r["final"]]
@@ -704,6 +713,8 @@ def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, k
     trace = adapt_trace(rates, rtos, losses, calm_by)
     assert got == adapt_states(rates, rtos, losses, calm_by)[:-1], (got, losses, rtos)
     assert [r["count"] for r in complete] == [s.count for s in trace][:-1], (losses, trace)
-    # what the patterns are for: every M iteration loses packets, the others of the first search do not
-    assert all((n > 0) == (k == "M") for n, k in zip(losses[:8], kinds, strict=False)), (losses, kinds)
+    # what the patterns are for: every M iteration loses packets at least 1 << CALM_SHIFT times,
+    # every L one fewer, the others of the first search not at all
+    assert all((n >= 1 << CALM_SHIFT if k == "M" else 0 < n < 1 << CALM_SHIFT if k == "L" else n == 0)
+               for n, k in zip(losses[:8], kinds, strict=False)), (losses, kinds)
     assert re.fullmatch(shape, got), (got, losses)
