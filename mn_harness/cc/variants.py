@@ -54,14 +54,15 @@ DEFAULT_DAMP = 0
 # (target 0.95x) and 3jobs-slack-sync's mean gain 1.117x, the rule's 1.204x: the first search makes
 # progress in its iterations 2-5 wherever it runs (docs/notebook/2026-12-05-relapse-damped-search.md).
 DEFAULT_DAMP_AFTER = 0
-# The loss signal (mltcp_common.h MLTCP_CALM_BY): a first search that has lost, and whose loss
-# episodes per iteration did not stay at an eighth of its worst iteration's or fewer for two
-# iterations in a row by this iteration, ends (no schedule is being found), and a new search then
-# needs ADAPT_BACKOFF_MAX slow iterations in a row. Off by name: with 7, overload's p99 gain over
-# reno was 0.965x and partial's 0.896x (the rule 0.73-0.78x), but about half of 3jobs-slack-sync's
-# rounds part only after iteration 7 and lost their gain (1.055x, the rule 1.172x in the same
-# rounds): the losses do not tell the two apart sooner (docs/notebook/2026-12-06-loss-signal.md).
-DEFAULT_CALM_BY = 0
+# The loss signal (mltcp_common.h MLTCP_CALM_BY): a first search whose worst iteration had at
+# least 8 loss episodes and whose episodes per iteration did not stay at an eighth of that or
+# fewer for two iterations in a row by this iteration ends (no schedule is being found), and a
+# new search then needs ADAPT_BACKOFF_MAX slow iterations in a row. 8: in faithful runs every
+# socket of 3jobs-slack-sync had its two calm iterations by iteration 8 and none of overload's or
+# partial's by iteration 11 (docs/notebook/2026-12-06-faithful-no-schedule-tails.md); by name it
+# brought overload's p99 gain over reno from 0.81x to 0.91x and partial's from 0.89x to 0.98x and
+# kept 3jobs-slack-sync's gain (docs/notebook/2026-12-06-loss-signal-by-name.md).
+DEFAULT_CALM_BY = 8
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
@@ -118,7 +119,8 @@ BPF_VARIANTS: dict[str, Variant] = {
         Variant("mltcp-cubic", "mltcp_cubic.bpf.c", "mlcubic_", mltcp=True),
         Variant("mltcp-dctcp", "mltcp_dctcp.bpf.c", "mldctcp_", mltcp=True, needs_ecn=True),
         Variant("dctcp", "mltcp_dctcp.bpf.c", "bdctcp_", mltcp=False, needs_ecn=True,
-                default_slope=0.0, default_intercept=1.0, default_restart=False, default_adapt=False),
+                default_slope=0.0, default_intercept=1.0, default_restart=False, default_adapt=False,
+                default_calm_by=0),
     )
 }
 

@@ -110,10 +110,10 @@ def test_calm_by_is_a_whole_number_part_of_the_identity_and_0_keeps_the_instance
 
     spec = CCSpec.from_dict("mltcp-reno:calm_by=6", "--cc")
     assert spec == CCSpec.from_dict({"name": "mltcp-reno", "calm_by": 6}, "--cc") == CCSpec("mltcp-reno", calm_by=6)
-    assert spec.resolved().calm_by == 6 and CCSpec("mltcp-reno").resolved().calm_by == DEFAULT_CALM_BY == 0
-    tags = {k: instance_tag(CCSpec("mltcp-reno", calm_by=k)) for k in (0, 6, 7)}
-    assert len(set(tags.values())) == 3
-    assert tags[0] == instance_tag(CCSpec("mltcp-reno"))  # the default by name: the same program
+    assert spec.resolved().calm_by == 6 and CCSpec("mltcp-reno").resolved().calm_by == DEFAULT_CALM_BY > 0
+    tags = {k: instance_tag(CCSpec("mltcp-reno", calm_by=k)) for k in (0, 6, 7, DEFAULT_CALM_BY)}
+    assert len(set(tags.values())) == 4
+    assert tags[DEFAULT_CALM_BY] == instance_tag(CCSpec("mltcp-reno"))  # the default by name: the same program
     assert fixed_params(CCSpec("mltcp-cubic", calm_by=7)).calm_by == 7 and fixed_params(CCSpec("dctcp")).calm_by == 0
     for bad in (-1, MAX_CALM_BY + 1, "six", 2.5, True):
         with pytest.raises(ConfigError, match=r"^jobs\[0\]\.cc\.calm_by: "):
