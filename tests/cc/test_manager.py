@@ -37,6 +37,7 @@ IP_A, IP_B = "10.77.1.1", "10.77.2.1"
 BOTTLENECK_DEV = f"mlcc{PID}r1"  # R's interface towards B
 RATE = "200mbit"
 FIFO_LIMIT = 200  # the bottleneck FIFO's packets (the module's network)
+ITERATION_FIFO_LIMIT = 2000  # ... in the loss-signal patterns: a whole 2 MB iteration, so F and S lose nothing
 M_FIFO_LIMIT = 8  # ... during an M iteration of the loss-signal patterns: overflows after every recovery
 SET_FIFO_LIMIT = f"tc qdisc change dev {BOTTLENECK_DEV} parent 1:10 handle 10: pfifo limit"  # + packets, in R
 
@@ -692,18 +693,18 @@ def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, k
     """The loss signal (`calm_by`, mltcp_common.h mltcp_calmless) on one connection whose
     iterations are fast (F), slow (S), lose packets once (L: a 2 ms blackhole) or many times (M:
     through a FIFO of M_FIFO_LIMIT packets, at least 1 << CALM_SHIFT loss episodes). The
-    bottleneck's FIFO holds a whole iteration otherwise (2000 packets), so F and S lose nothing.
+    bottleneck's FIFO holds a whole iteration otherwise (ITERATION_FIFO_LIMIT), so F and S lose nothing.
     The kernel's state per row must be what the mirror computes from the rows' own rates,
     timeouts and loss episodes (adapt_rule.adapt_trace with `calm_by`), count and backoff
     included, and have the shape each pattern is for."""
     import re
     spec = CCSpec("mltcp-reno", idle_gap_s=0.1, calm_by=calm_by)
     assert spec.resolved().calm_by == calm_by and spec.resolved().adapt
-    with bottleneck_fifo(2000):
+    with bottleneck_fifo(ITERATION_FIFO_LIMIT):
         # a port of its own per pattern (the L one's 10 above the M ones')
         mine = one_connection_rows(manager, "pattern", 5212 + calm_by + kinds.count("M") + 10 * kinds.count("L"),
                                    0.2, 0.06, 2_000_000, kinds, NS_R, f"{SET_FIFO_LIMIT} {M_FIFO_LIMIT}",
-                                   f"{SET_FIFO_LIMIT} 2000", spec=spec)
+                                   f"{SET_FIFO_LIMIT} {ITERATION_FIFO_LIMIT}", spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     complete = [r for r in mine if not r["final"]]
