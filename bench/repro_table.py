@@ -1,11 +1,12 @@
 """bench/reproduce.py's table: per scenario and row (a CC, or a CC with CASSINI's time shifts:
 `dctcp+cassini`) the slowdowns, each row's gains over its base CC paired by round (MLTCP
 variants, CASSINI's shifts and the two together), convergence and separation, CASSINI's
-prediction and the measurement against it, the last 20 iterations, timeouts, the VM host's
-steal and how many runs were faithful, each with its 95% CI; for runs longer than some N,
-the same slowdowns and gains over each run's first N iterations; and the targets against the
-rows (bench/repro_targets.py; docs/reproduction.md says what every column means). Reads
-finished runs only; runs nothing and needs no root."""
+prediction and the measurement against it, the last 20 iterations, how the adaptive step's
+searches ran (cc_telemetry.csv), timeouts, the VM host's steal and how many runs were faithful,
+each with its 95% CI; for runs longer than some N, the same slowdowns and gains over each run's
+first N iterations; and the targets against the rows (bench/repro_targets.py;
+docs/reproduction.md says what every column means). Reads finished runs only; runs nothing and
+needs no root."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from mn_harness.network.tcp_counters import timeouts_per_iteration
 from mn_harness.report.aggregate import ALL_SCOPE, aggregate_metrics, collect, flatten_metrics
 from mn_harness.report.headline import APART_WITHIN, LAST_ITERATIONS, apart_early, apart_text, span_stats
 from mn_harness.report.metrics import separation
-from mn_harness.results.loaders import load_summary
+from mn_harness.report.search import search_text, socket_searches
+from mn_harness.results.loaders import load_cc_telemetry, load_summary
 from mn_harness.results.schema import RunSummary
 from mn_harness.results.stats import mean_ci95
 from mn_harness.sweep import Sweep, load_sweep
@@ -62,6 +64,8 @@ def scenario_rows(name: str, results: list, ccs: list[str],
     rtos = {key: timeouts_per_iteration(summary.tcp_counters, [j.iterations for j in summary.jobs.values()])
             for key, summary in summaries.items()}
     steal = {key: host_steal(summary) for key, summary in summaries.items()}
+    searches = {(ref.label, ref.repetition): socket_searches(load_cc_telemetry(ref.results_dir)[0])
+                for ref, _ in results}
     faithful = {key: summary.fidelity.verdict if summary.fidelity else None for key, summary in summaries.items()}
     predicted = prediction_values(summaries.values())
     prediction = "-" if predicted is None else f"{predicted[0]:.2f} / {predicted[1]:.2f}"
@@ -81,6 +85,7 @@ def scenario_rows(name: str, results: list, ccs: list[str],
                "steady_p99": [t.slowdown_p99 for (label, _), t in tails.items() if label == cc and t],
                "rtos": [v for (label, _), v in rtos.items() if label == cc and v is not None],
                "steal": [v for (label, _), v in steal.items() if label == cc and v is not None],
+               "searches": [s for (label, _), v in searches.items() if label == cc for s in v],
                "apart": [v for (label, _), v in apart.items() if label == cc and v is not None],
                "faithful": [v for (label, _), v in faithful.items() if label == cc],
                "vs_cassini": [] if predicted is None else
@@ -195,7 +200,8 @@ def pct_ci(values: list[float]) -> str:
 HEADERS = ["scenario", "cc", "runs", "faithful", "slowdown (mean)", "slowdown (p99)", "gain mean", "gain p99",
            "converged", "median conv. iter", f"apart by {APART_WITHIN}; first; relapses", "CASSINI best / aligned",
            "vs CASSINI best", f"last {LAST_ITERATIONS}: slowdown mean / p99",
-           f"last {LAST_ITERATIONS}: gain mean / p99", "RTOs / iteration", "host steal"]
+           f"last {LAST_ITERATIONS}: gain mean / p99", "first search ends; relapses", "RTOs / iteration",
+           "host steal"]
 
 
 def format_row(row: dict) -> list[str]:
@@ -210,7 +216,7 @@ def format_row(row: dict) -> list[str]:
             apart_text(row.get("apart", [])), row["cassini"], pct_ci(row.get("vs_cassini", [])),
             f"{mean_ci(row['steady'])} / {mean_ci(row['steady_p99'])}",
             "-" if not row.get("steady_gain") else f"{mean_ci(row['steady_gain'])} / {mean_ci(row['steady_gain_p99'])}",
-            mean_ci(row["rtos"]), mean_ci(row.get("steal", []))]
+            search_text(row.get("searches", [])), mean_ci(row["rtos"]), mean_ci(row.get("steal", []))]
 
 
 def _key(metric: str, scenario: str, cc: str) -> str:

@@ -24,6 +24,8 @@ import yaml
 from mn_harness.cc.manager import available_congestion_controls
 from mn_harness.config import Experiment
 from mn_harness.network.plan import NetworkPlan
+from mn_harness.report.search import socket_searches
+from mn_harness.results.loaders import load_cc_telemetry
 from mn_harness.runner import run_experiment
 from tests.helpers import ROOT, load_states
 
@@ -108,6 +110,17 @@ def test_mltcp_run_records_telemetry_and_leaves_nothing(tmp_path, state_dir):
         else:  # a split skews the 1:1 running average for a few iterations
             assert sum(close) >= len(close) // 2, (job, src, expected, learned)
     assert per_job == {"job1": 2, "job2": 2}, per_job  # one sending socket per worker
+
+    # the report reads the same file: every row, every socket, each one's first search as the
+    # slope column has it (its last searching iteration; none where it searched to the end)
+    loaded, malformed = load_cc_telemetry(results)
+    assert malformed == 0 and len(loaded) == len(rows)
+    searches = {s.src: s for s in socket_searches(loaded)}
+    assert set(searches) == {r["src"] for r in rows if r["final"] == "False"}
+    for (src, _), its in senders.items():
+        searching = [float(r["slope"]) != 0 for r in sorted(its, key=lambda r: int(r["iteration"]))
+                     if r["final"] == "False"]
+        assert searches[src].first_end == (None if all(searching) else searching.index(False)), (src, searching)
 
     # nothing left registered
     assert kernel_name not in available_congestion_controls()

@@ -28,6 +28,7 @@ from mn_harness.config.loader import read_json_file
 from mn_harness.errors import ConfigError, shown
 from mn_harness.results.records import from_json
 from mn_harness.results.schema import (
+    CC_TELEMETRY_CSV,
     ITERATIONS_CSV,
     PHASES_CSV,
     QUEUE_CSV,
@@ -35,6 +36,7 @@ from mn_harness.results.schema import (
     SUMMARY_JSON,
     THROUGHPUT_CSV,
     THROUGHPUT_SENDER_COLUMNS,
+    CCTelemetryRow,
     IterationRow,
     PhaseRow,
     QueueRow,
@@ -194,6 +196,20 @@ def _queue(r: dict[str, str]) -> QueueRow:
                     drops=_opt(r.get("drops"), float))
 
 
+
+def _flag(text: str) -> bool:
+    """A boolean as the CSV writer wrote it ("True"/"False"), or as 1/0."""
+    if text in ("True", "true", "1"):
+        return True
+    if text in ("False", "false", "0"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _cc_telemetry(r: dict[str, str]) -> CCTelemetryRow:
+    return CCTelemetryRow(src=r["src"], cc=r["cc"], iteration=_int(r["iteration"]), slope=_finite(r["slope"]),
+                          losses=_int(r["losses"]), rto=_flag(r["rto"]), final=_flag(r["final"]))
+
 def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
     """Rows of iterations.csv and the number of malformed rows skipped."""
     return load_table(path, _iteration)
@@ -211,6 +227,13 @@ def load_throughput(path: Path | str) -> tuple[list[ThroughputRow], int]:
 def load_queue(path: Path | str) -> tuple[list[QueueRow], int]:
     return load_table(path, _queue)
 
+
+
+def load_cc_telemetry(results_dir: Path | str) -> tuple[list[CCTelemetryRow], int]:
+    """Rows of a run's cc_telemetry.csv and the malformed rows skipped; none where the run used
+    no BPF congestion control (no file)."""
+    path = Path(results_dir) / CC_TELEMETRY_CSV
+    return load_table(path, _cc_telemetry) if path.exists() else ([], 0)
 
 def load_run(results_dir: Path | str) -> RunData:
     """Read a results folder; ConfigError naming the file without a readable iterations.csv or

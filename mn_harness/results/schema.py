@@ -160,6 +160,22 @@ class QueueRow:
     drops: float | None = None  # None: not measured (BMv2)
 
 
+
+@dataclass(frozen=True)
+class CCTelemetryRow:
+    """One socket's iteration as a BPF congestion control saw it (cc_telemetry.csv): the columns
+    the report reads. `slope` is the F slope in force (0 while an adaptive variant runs as its
+    base CC, docs/cc.md#the-adaptive-step); `final` marks the row written when the socket closed,
+    mid-iteration."""
+
+    src: str
+    cc: str
+    iteration: int
+    slope: float
+    losses: int
+    rto: bool
+    final: bool
+
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any] | Any]) -> None:
     """Rows (mappings or the dataclasses above) under `columns`; extra fields are ignored."""
     with open(path, "w", newline="") as f:
