@@ -66,7 +66,7 @@ def measure(exp: Experiment, warmup: int, out: Path) -> dict:
 
 def telemetry_check(run: RunData, warmup: int) -> dict | None:
     results = run.results_dir
-    path = results / "cc_telemetry.csv"  # the CC's own rows: no loader reads them
+    path = results / "cc_telemetry.csv"  # read here: load_cc_telemetry keeps no learned bytes
     if not path.exists():
         return None
     info = run.summary.jobs["job"]
