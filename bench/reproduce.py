@@ -129,6 +129,8 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "stragglers": ("stragglers-3jobs.yaml", []),
     "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
+    # ... with ECN at the bottleneck (for dctcp, mltcp-dctcp): where no schedule exists either
+    "partial-ecn": ("partial-overlap.yaml", [("links[2].ecn_threshold", 20)]),
     "periods": ("partial-periods.yaml", []),
     "circular": ("circular-3leaf.yaml", []),
     "leafspine": ("leaf-spine.yaml", []),
@@ -136,6 +138,7 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     # which uplinks (and whether their affinity graph has a loop) is the hash's
     "leafspine-ecmp": ("leaf-spine.yaml", [("routing", "ecmp")]),
     "overload": ("overload-4jobs.yaml", []),
+    "overload-ecn": ("overload-4jobs.yaml", [ECN_20]),
 }
 DEFAULT_CCS = "reno,mltcp-reno,cubic,mltcp-cubic"
 STATE = "reproduce.json"

@@ -83,3 +83,20 @@ def test_every_target_names_a_suite_scenario_and_a_variant_with_a_base():
         assert target.scenario in reproduce.SUITE
         assert table.base_of(target.cc) is not None
     assert {t.measure for t in targets.TARGETS} == {"gain_mean", "gain_p99", "apart"}
+
+
+def test_a_target_of_a_cc_that_needs_ecn_names_a_scenario_whose_bottleneck_marks():
+    """DCTCP's variants need the switch's CE marks (the run refuses them otherwise), so their
+    targets name a scenario that marks, and so does the base CC their gain is over."""
+    from mn_harness.cc.variants import BPF_VARIANTS
+
+    targets = bench_module("repro_targets")
+    reproduce = bench_module("reproduce")
+    table = bench_module("repro_table")
+    ecn_targets = [t for t in targets.TARGETS if BPF_VARIANTS.get(t.cc) and BPF_VARIANTS[t.cc].needs_ecn]
+    assert {t.scenario for t in ecn_targets} >= {"partial-ecn", "overload-ecn"}
+    for target in ecn_targets:
+        assert BPF_VARIANTS[table.base_of(target.cc)].needs_ecn
+        raw = reproduce.scenario_raw(target.scenario, [], None)
+        marking = [*raw.get("links", []), *raw.get("switches", [])]
+        assert any(entry.get("ecn_threshold") for entry in marking), target.scenario
