@@ -21,7 +21,6 @@ Ends with one key=value line. Usage: sudo .venv/bin/python bench/overlap.py [--c
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import sys
@@ -33,7 +32,8 @@ from common import ci_interval, topology  # bench/common.py, which makes the pac
 from mn_harness.config import Experiment
 from mn_harness.report.metrics import covered_length, union_intervals
 from mn_harness.results.iterations import job_iterations
-from mn_harness.results.loaders import RunData, load_run
+from mn_harness.results.loaders import RunData, load_cc_telemetry, load_run
+from mn_harness.results.schema import CCTelemetryRow
 from mn_harness.results.stats import mean_ci95
 from mn_harness.runner import run_experiment
 
@@ -65,27 +65,24 @@ def measure(exp: Experiment, warmup: int, out: Path) -> dict:
 
 
 def telemetry_check(run: RunData, warmup: int) -> dict | None:
-    results = run.results_dir
-    path = results / "cc_telemetry.csv"  # read here: load_cc_telemetry keeps no learned bytes
-    if not path.exists():
+    rows, _ = load_cc_telemetry(run.results_dir)
+    if not rows:
         return None
     info = run.summary.jobs["job"]
     ip_rank = {}
-    for raw in sorted((results / "raw").glob("job-r*.spec.json")):
+    for raw in sorted((run.results_dir / "raw").glob("job-r*.spec.json")):
         spec = json.loads(raw.read_text())
         ip_rank[spec["ips"][spec["rank"]]] = spec["rank"]
-    with open(path) as f:
-        rows = [r for r in csv.DictReader(f)]
-    sockets: dict[str, list[dict]] = {}
+    sockets: dict[str, list[CCTelemetryRow]] = {}
     for r in rows:
-        if int(r["bytes"]) > 1000:
-            sockets.setdefault(r["src"], []).append(r)
-    out = {"sockets": len(sockets), "seen_iterations": [], "learned_over_true": []}
+        if r.bytes > 1000:
+            sockets.setdefault(r.src, []).append(r)
+    out: dict = {"sockets": len(sockets), "seen_iterations": [], "learned_over_true": []}
     for src, its in sockets.items():
         true = info.bytes_sent_per_rank[ip_rank[src.rsplit(":", 1)[0]]]
         out["seen_iterations"].append(len(its))
-        out["learned_over_true"] += [int(r["learned_bytes_per_iteration"]) / true for r in its[warmup:]
-                                     if r["learned_bytes_per_iteration"] and r["final"] == "False"]
+        out["learned_over_true"] += [r.learned_bytes_per_iteration / true for r in its[warmup:]
+                                     if r.learned_bytes_per_iteration and not r.final]
     return out
 
 

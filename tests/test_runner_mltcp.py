@@ -115,6 +115,9 @@ def test_mltcp_run_records_telemetry_and_leaves_nothing(tmp_path, state_dir):
     # slope column has it (its last searching iteration; none where it searched to the end)
     loaded, malformed = load_cc_telemetry(results)
     assert malformed == 0 and len(loaded) == len(rows)
+    assert [(t.bytes, t.learned_bytes_per_iteration) for t in loaded] == [
+        (int(r["bytes"]), int(r["learned_bytes_per_iteration"]) if r["learned_bytes_per_iteration"] else None)
+        for r in rows]
     searches = {s.src: s for s in socket_searches(loaded)}
     assert set(searches) == {r["src"] for r in rows if r["final"] == "False"}
     for (src, _), its in senders.items():

@@ -166,7 +166,8 @@ class CCTelemetryRow:
     """One socket's iteration as a BPF congestion control saw it (cc_telemetry.csv): the columns
     the report reads. `slope` is the F slope in force (0 while an adaptive variant runs as its
     base CC, docs/cc.md#the-adaptive-step); `final` marks the row written when the socket closed,
-    mid-iteration."""
+    mid-iteration. `learned_bytes_per_iteration` is what the program has learned a whole
+    iteration sends (None before it has learned), `bytes` what this iteration sent."""
 
     src: str
     cc: str
@@ -175,6 +176,8 @@ class CCTelemetryRow:
     losses: int
     rto: bool
     final: bool
+    bytes: int = 0
+    learned_bytes_per_iteration: int | None = None
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any] | Any]) -> None:
     """Rows (mappings or the dataclasses above) under `columns`; extra fields are ignored."""

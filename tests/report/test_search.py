@@ -31,6 +31,7 @@ def test_first_search_end_peak_losses_and_relapses_per_socket(tmp_path):
     write_cc_telemetry(rows, tmp_path)
     loaded, malformed = load_cc_telemetry(tmp_path)
     assert malformed == 0 and len(loaded) == len(rows)
+    assert {(t.bytes, t.learned_bytes_per_iteration) for t in loaded} == {(1000, None)}  # none learned yet
     assert socket_searches(loaded) == [
         SocketSearch("10.0.1.1:1", first_end=8, peak_losses=40, relapses=0),
         SocketSearch("10.0.2.1:2", first_end=12, peak_losses=0, relapses=2),
@@ -52,8 +53,10 @@ def test_a_run_without_telemetry_and_a_malformed_row(tmp_path):
     """No cc_telemetry.csv (a kernel CC's run): no rows, nothing malformed. A row the loader
     cannot read (a truncated line) is counted, not read as a search."""
     assert load_cc_telemetry(tmp_path) == ([], 0)
-    write_cc_telemetry(telemetry("10.0.1.1:1", "SSb"), tmp_path)
+    learned = [{**row, "learned_bytes_per_iteration": 25_000_000} for row in telemetry("10.0.1.1:1", "SSb")]
+    write_cc_telemetry(learned, tmp_path)
     path = tmp_path / CC_TELEMETRY_CSV
     path.write_text(path.read_text().replace("False,0.0", "maybe,0.0", 1))
     loaded, malformed = load_cc_telemetry(tmp_path)
     assert malformed == 1 and len(loaded) == 3
+    assert {t.learned_bytes_per_iteration for t in loaded} == {25_000_000}
