@@ -210,7 +210,7 @@ def _cc_telemetry(r: dict[str, str]) -> CCTelemetryRow:
     return CCTelemetryRow(src=r["src"], cc=r["cc"], iteration=_int(r["iteration"]), slope=_finite(r["slope"]),
                           losses=_int(r["losses"]), rto=_flag(r["rto"]), final=_flag(r["final"]),
                           bytes=_int(r["bytes"]),
-                          learned_bytes_per_iteration=_opt(r.get("learned_bytes_per_iteration"), _int))
+                          learned_bytes_per_iteration=_opt(r["learned_bytes_per_iteration"], _int))
 
 def load_iterations(path: Path | str) -> tuple[list[IterationRow], int]:
     """Rows of iterations.csv and the number of malformed rows skipped."""

@@ -176,8 +176,8 @@ class CCTelemetryRow:
     losses: int
     rto: bool
     final: bool
-    bytes: int = 0
-    learned_bytes_per_iteration: int | None = None
+    bytes: int
+    learned_bytes_per_iteration: int | None
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any] | Any]) -> None:
     """Rows (mappings or the dataclasses above) under `columns`; extra fields are ignored."""
