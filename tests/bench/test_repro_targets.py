@@ -86,8 +86,9 @@ def test_every_target_names_a_suite_scenario_and_a_variant_with_a_base():
 
 
 def test_a_target_of_a_cc_that_needs_ecn_names_a_scenario_whose_bottleneck_marks():
-    """DCTCP's variants need the switch's CE marks (the run refuses them otherwise), so their
-    targets name a scenario that marks, and so does the base CC their gain is over."""
+    """DCTCP's variants react to the switch's CE marks (without them they run but see only
+    losses), so their targets name a scenario that marks, and so does the base CC their gain
+    is over."""
     from mn_harness.cc.variants import BPF_VARIANTS
 
     targets = bench_module("repro_targets")
