@@ -60,7 +60,13 @@ from mn_harness.jobs.scaling import apply_scaling
 from mn_harness.network.plan import NetworkPlan
 from mn_harness.sweep import Sweep, load_sweep, new_sweep, run_sweep
 
-ECN_20 = ("links[0].ecn_threshold", 20)  # the bottleneck CE-marks above 20 queued packets
+
+def _ecn_20(link: int) -> tuple[str, int]:
+    """The change that makes links[link] CE-mark above 20 queued packets."""
+    return (f"links[{link}].ecn_threshold", 20)
+
+
+ECN_20 = _ecn_20(0)  # the bottleneck (links[0] in most files) CE-marks above 20 queued packets
 QUEUE_400 = ("links[0].queue", 400)
 
 
@@ -130,7 +136,7 @@ SUITE: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "presets": ("mixed-presets.yaml", []),
     "partial": ("partial-overlap.yaml", []),
     # ... with ECN at the bottleneck (for dctcp, mltcp-dctcp): where no schedule exists either
-    "partial-ecn": ("partial-overlap.yaml", [("links[2].ecn_threshold", 20)]),
+    "partial-ecn": ("partial-overlap.yaml", [_ecn_20(2)]),  # its bottleneck is links[2]
     "periods": ("partial-periods.yaml", []),
     "circular": ("circular-3leaf.yaml", []),
     "leafspine": ("leaf-spine.yaml", []),
