@@ -181,7 +181,8 @@ def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, k
     """The loss signal (`calm_by`, mltcp_common.h mltcp_calmless) on one connection whose
     iterations are fast (F), slow (S), lose packets once (L: a 2 ms blackhole) or many times (M:
     through a FIFO of M_FIFO_LIMIT packets, at least 1 << CALM_SHIFT loss episodes). The
-    bottleneck's FIFO holds a whole iteration otherwise (ITERATION_FIFO_LIMIT), so F and S lose nothing.
+    bottleneck's FIFO holds a whole iteration otherwise (ITERATION_FIFO_LIMIT): F and S do not
+    overflow it.
     The kernel's state per row must be what the mirror computes from the rows' own rates,
     timeouts and loss episodes (adapt_rule.adapt_trace with `calm_by`), count and backoff
     included, and have the shape each pattern is for."""
@@ -202,7 +203,11 @@ def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, k
     assert got == adapt_states(rates, rtos, losses, calm_by)[:-1], (got, losses, rtos)
     assert [r["count"] for r in complete] == [s.count for s in trace][:-1], (losses, trace)
     # what the patterns are for: every M iteration loses packets at least 1 << CALM_SHIFT times,
-    # every L one fewer, the others of the first search not at all
-    assert all((n >= 1 << CALM_SHIFT if k == "M" else 0 < n < 1 << CALM_SHIFT if k == "L" else n == 0)
-               for n, k in zip(losses[:8], kinds, strict=False)), (losses, kinds)
+    # every L one fewer, the others of the first search are calm in the rule's sense (none before
+    # any loss, at most 1 << CALM_SHIFT times fewer than the worst before them: the emulated path
+    # drops a packet of an F now and then, about 1 in 30 right after an M, and the rule reads
+    # that F as calm all the same)
+    peaks = [max(losses[:i], default=0) for i in range(len(losses))]
+    assert all((n >= 1 << CALM_SHIFT if k == "M" else 0 < n < 1 << CALM_SHIFT if k == "L" else n << CALM_SHIFT <= peak)
+               for n, k, peak in zip(losses[:8], kinds, peaks, strict=False)), (losses, kinds)
     assert re.fullmatch(shape, got), (got, losses)
