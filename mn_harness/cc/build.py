@@ -55,19 +55,22 @@ class FixedParams(NamedTuple):
     damp: int
     damp_after: int
     calm_by: int
+    hold_fp: int  # x1024
 
 
 def fixed_params(spec: CCSpec) -> FixedParams:
     p = spec.resolved()
     return FixedParams(round(p.slope * FP_ONE), round(p.intercept * FP_ONE), round(p.idle_gap_s * 1e9),
-                       int(p.restart), int(p.adapt), p.damp, p.damp_after, p.calm_by)
+                       int(p.restart), int(p.adapt), p.damp, p.damp_after, p.calm_by,
+                       round(p.hold * FP_ONE))
 
 
 def instance_tag(spec: CCSpec, salt: str = "") -> str:
-    slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by = fixed_params(spec)
-    # damp, damp_after and calm_by 0 add nothing: the instances built before they existed keep their names
+    slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by, hold_fp = fixed_params(spec)
+    # damp, damp_after, calm_by and hold 0 add nothing: the instances built before they existed keep their names
     flags = ("|restart" if restart else "") + ("|adapt" if adapt else "") + (f"|damp={damp}" if damp else "") \
-        + (f"|damp_after={damp_after}" if damp_after else "") + (f"|calm_by={calm_by}" if calm_by else "")
+        + (f"|damp_after={damp_after}" if damp_after else "") + (f"|calm_by={calm_by}" if calm_by else "") \
+        + (f"|hold={hold_fp}" if hold_fp else "")
     text = f"{spec.canonical}|{slope_fp}|{intercept_fp}|{gap_ns}{flags}|{salt}"
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
@@ -110,7 +113,7 @@ class Builder(ObjectBuilder):
     def build(self, spec: CCSpec, tag: str) -> Path:
         """Compile `spec` under kernel name prefix+tag; return the cached object path."""
         variant = BPF_VARIANTS[spec.canonical]
-        slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by = fixed_params(spec)
+        slope_fp, intercept_fp, gap_ns, restart, adapt, damp, damp_after, calm_by, hold_fp = fixed_params(spec)
         defines = [
             f"-DMLTCP_NAME={kernel_name_for(spec, tag)}",
             f"-DMLTCP_TELEM={telemetry_map_name(tag)}",
@@ -123,6 +126,7 @@ class Builder(ObjectBuilder):
             f"-DMLTCP_DAMP={damp}",
             f"-DMLTCP_DAMP_AFTER={damp_after}",
             f"-DMLTCP_CALM_BY={calm_by}",
+            f"-DMLTCP_HOLD_SLOPE_FP={hold_fp}",
             f"-DMLTCP_ADAPT_GAIN_FP={round(ADAPT_GAIN * FP_ONE)}",
             f"-DMLTCP_ADAPT_PATIENCE={ADAPT_PATIENCE}",
             f"-DMLTCP_ADAPT_DROP_FP={round(ADAPT_DROP * FP_ONE)}",

@@ -23,7 +23,7 @@ from mn_harness.cc.variants import (
 from mn_harness.errors import shown
 from mn_harness.units import parse_duration
 
-_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp", "damp_after", "calm_by")
+_KEYS = ("name", "slope", "intercept", "idle_gap", "restart", "adapt", "damp", "damp_after", "calm_by", "hold")
 _SWITCHES = ("restart", "adapt")  # the mltcp-* variants' on/off parameters
 MAX_IDLE_GAP_S = 10.0  # an idle gap is milliseconds; 10 s would be a typo
 MAX_DAMP = 8  # F - 1 halved 8 times per loss: below 1/8 of a segment per RTT after one loss
@@ -84,6 +84,7 @@ class Resolved(NamedTuple):
     damp: int
     damp_after: int
     calm_by: int
+    hold: float
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,10 @@ class CCSpec:
     # search then needs the most slow iterations in a row; 0: off (docs/cc.md#the-adaptive-step).
     # None: the variant's default
     calm_by: int | None = None
+    # The held slope: once a search ends, F follows intercept + hold x the iteration's bytes share
+    # instead of 1, so jobs that parted keep a gentle pull apart; 0: the base CC
+    # (docs/cc.md#the-adaptive-step). None: the variant's default
+    hold: float | None = None
     # True when idle_gap_s was derived from the job rather than given: not part of the identity
     # (two jobs with the same resolved parameters share one kernel instance)
     idle_gap_derived: bool = field(default=False, compare=False)
@@ -127,7 +132,7 @@ class CCSpec:
     @classmethod
     def from_dict(cls, value, path: str) -> CCSpec:
         """Parse a YAML `cc:` value: a name, a mapping {name, slope, intercept, idle_gap, restart,
-        adapt, damp, damp_after, calm_by}, or the same in one string, `name:key=value:...` (e.g.
+        adapt, damp, damp_after, calm_by, hold}, or the same in one string, `name:key=value:...` (e.g.
         `mltcp-reno:slope=8:idle_gap=100ms`), so a command line's comma-separated --cc list and a
         sweep's CC labels can carry parameters."""
         if isinstance(value, str) and ":" in value:
@@ -149,6 +154,7 @@ class CCSpec:
             else None
         intercept = _number(value["intercept"], f"{path}.intercept") \
             if value.get("intercept") is not None else None
+        hold = _number(value["hold"], f"{path}.hold") if value.get("hold") is not None else None
         gap = parse_idle_gap(value["idle_gap"], f"{path}.idle_gap") \
             if value.get("idle_gap") is not None else None
         switches = {key: _flag(value[key], f"{path}.{key}") if value.get(key) is not None else None
@@ -158,13 +164,13 @@ class CCSpec:
         # Validate under the caller's YAML path before __post_init__ would, with path "cc".
         spec = cls.__new__(cls)
         for key, key_value in (("name", name), ("slope", slope), ("intercept", intercept),
-                               ("idle_gap_s", gap), *switches.items(), *whole.items(),
+                               ("idle_gap_s", gap), ("hold", hold), *switches.items(), *whole.items(),
                                ("idle_gap_derived", False)):
             object.__setattr__(spec, key, key_value)
         spec.validate(path)
         return cls(name=name, slope=slope, intercept=intercept, idle_gap_s=gap, restart=switches["restart"],
                    adapt=switches["adapt"], damp=whole["damp"], damp_after=whole["damp_after"],
-                   calm_by=whole["calm_by"])
+                   calm_by=whole["calm_by"], hold=hold)
 
     def validate(self, path: str) -> None:
         """Raise CCConfigError naming `path` if the combination of values is not allowed."""
@@ -177,7 +183,7 @@ class CCSpec:
             for key in _SWITCHES:
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take {key}, not {name}")
-            for key in ("slope", "intercept", *_WHOLE):
+            for key in ("slope", "intercept", "hold", *_WHOLE):
                 if getattr(self, key) is not None:
                     raise CCConfigError(f"{path}.{key}", f"only the mltcp-* variants take "
                                         f"{key}, not {name}")
@@ -186,7 +192,7 @@ class CCSpec:
                                 f"not kernel {name}")
         if variant is None:
             return
-        slope, intercept, *_ = self.resolved()
+        slope, intercept, _, _, adapt, *_, hold = self.resolved()
         if not -64 <= slope <= 64:
             raise CCConfigError(f"{path}.slope", f"{slope} outside [-64, 64]")
         if not 0 < intercept <= 64:
@@ -194,6 +200,12 @@ class CCSpec:
         if slope + intercept <= 0:
             raise CCConfigError(f"{path}.slope", f"slope + intercept must be > 0 so F stays "
                                 f"positive over the iteration, got {slope + intercept}")
+        if not 0 <= hold <= max(slope, 0):
+            raise CCConfigError(f"{path}.hold", f"{hold:g} outside [0, {max(slope, 0):g}]: the held slope is at "
+                                "most the search's (slope)")
+        if hold and not adapt:
+            raise CCConfigError(f"{path}.hold", "only an adaptive search ends (adapt: true); without it the "
+                                f"slope ({slope:g}) holds for the whole run")
         for key, most in _WHOLE.items():
             number = getattr(self, key)
             if number is not None and (isinstance(number, bool) or not isinstance(number, int)
@@ -249,6 +261,7 @@ class CCSpec:
             variant.default_damp if self.damp is None else self.damp,
             variant.default_damp_after if self.damp_after is None else self.damp_after,
             variant.default_calm_by if self.calm_by is None else self.calm_by,
+            variant.default_hold if self.hold is None else self.hold,
         )
 
 

@@ -63,6 +63,9 @@ DEFAULT_DAMP_AFTER = 0
 # brought overload's p99 gain over reno from 0.81x to 0.91x and partial's from 0.89x to 0.98x and
 # kept 3jobs-slack-sync's gain (docs/notebook/2026-12-06-loss-signal-by-name.md).
 DEFAULT_CALM_BY = 8
+# The held slope (mltcp_common.h MLTCP_HOLD_SLOPE_FP): once a search ends, F = intercept + hold x
+# the iteration's bytes share instead of 1. 0 by name: the socket runs as its base CC.
+DEFAULT_HOLD = 0.0
 # The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
@@ -110,6 +113,7 @@ class Variant:
     default_damp: int = DEFAULT_DAMP
     default_damp_after: int = DEFAULT_DAMP_AFTER
     default_calm_by: int = DEFAULT_CALM_BY
+    default_hold: float = DEFAULT_HOLD
 
 
 BPF_VARIANTS: dict[str, Variant] = {

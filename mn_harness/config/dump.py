@@ -71,12 +71,13 @@ def size(nbytes: int) -> Any:
 
 
 def cc_to_raw(cc: CCSpec) -> Any:
-    """A name, or {name, slope, intercept, idle_gap, restart, adapt, damp, damp_after, calm_by} with
-    only the parameters that were set (an idle gap derived from the job is left out: the loader
+    """A name, or {name, slope, intercept, idle_gap, restart, adapt, damp, damp_after, calm_by, hold}
+    with only the parameters that were set (an idle gap derived from the job is left out: the loader
     derives the same one again, and it follows the compute time if the file is edited)."""
     _covers(cc, {"name", "slope", "intercept", "idle_gap_s", "restart", "adapt", "damp", "damp_after",
-                "calm_by", "idle_gap_derived"})
-    params: dict[str, Any] = {k: v for k, v in (("slope", cc.slope), ("intercept", cc.intercept)) if v is not None}
+                "calm_by", "hold", "idle_gap_derived"})
+    params: dict[str, Any] = {k: v for k, v in (("slope", cc.slope), ("intercept", cc.intercept), ("hold", cc.hold))
+                              if v is not None}
     if cc.idle_gap_s is not None and not cc.idle_gap_derived:
         params["idle_gap"] = duration(cc.idle_gap_s)
     for key in ("restart", "adapt", "damp", "damp_after", "calm_by"):

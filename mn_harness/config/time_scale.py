@@ -44,6 +44,7 @@ KEPT = {
     "IncConfig.scale": "a fixed-point factor",
     "CCSpec.slope": "MLTCP's slope: a factor of the bytes share",
     "CCSpec.intercept": "MLTCP's intercept: a factor",
+    "CCSpec.hold": "MLTCP's held slope: a factor of the bytes share",
     "ShiftSchedule.drift": "a share of the job's period (CASSINI's shifts come from the dilated jobs)",
     "FidelityThresholds.link_tolerance": "a share of a serialisation time",
     "FidelityThresholds.link_within": "a share of gaps",

@@ -164,8 +164,9 @@ class QueueRow:
 @dataclass(frozen=True)
 class CCTelemetryRow:
     """One socket's iteration as a BPF congestion control saw it (cc_telemetry.csv): the columns
-    the report reads. `slope` is the F slope in force (0 while an adaptive variant runs as its
-    base CC, docs/cc.md#the-adaptive-step); `final` marks the row written when the socket closed,
+    the report reads. `slope` is the search's F slope while the socket searches (0 once an
+    adaptive variant's search ended; F's slope is then the spec's `hold`,
+    docs/cc.md#the-adaptive-step); `final` marks the row written when the socket closed,
     mid-iteration. `learned_bytes_per_iteration` is what the program has learned a whole
     iteration sends (None before it has learned), `bytes` what this iteration sent."""
 

@@ -27,19 +27,20 @@ def loss_episodes(states: list[int]) -> int:
 
 
 def factor_fp(done: int, believed: int, searching: bool, slope: float, intercept: float,
-              losses: int = 0, damp: int = 0, count: int = 0, damp_after: int = 0, backoff: int = 0) -> int:
+              losses: int = 0, damp: int = 0, count: int = 0, damp_after: int = 0, backoff: int = 0,
+              hold: float = 0) -> int:
     """F x1024 (mltcp_factor) after `done` bytes of an iteration whose bytes were estimated at
     `believed` (0: not learned yet) with `losses` loss episodes so far: intercept + slope x
     done/believed (the ratio capped at 1) while the socket searches, its part above 1 divided by
     2**(damp x losses) in a search a relapse started (`backoff` > 0) and, in the first, once it
     has gone `damp_after` iterations without progress (`count` and `backoff` as adapt_trace gives
-    them); as the base CC 1."""
+    them); past the search intercept + hold x the ratio, never damped (1 with hold 0: the base CC)."""
     one = 1024
-    if not believed or not searching:
+    if not believed or not (searching or hold):
         return one
     ratio = min((done << 10) // believed, one)
-    f = max(1, min(round(intercept * one) + ((round(slope * one) * ratio) >> 10), 64 * one))
-    if damp and losses and f > one and (count >= damp_after or backoff):
+    f = max(1, min(round(intercept * one) + ((round((slope if searching else hold) * one) * ratio) >> 10), 64 * one))
+    if searching and damp and losses and f > one and (count >= damp_after or backoff):
         f = one + ((f - one) >> min(damp * min(losses, LOSSES_MAX), DAMP_SHIFT_MAX))
     return f
 

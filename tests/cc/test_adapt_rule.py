@@ -172,6 +172,15 @@ def test_damp_0_is_the_undamped_rule_and_the_base_cc_stays_at_one():
     assert {steep(BELIEVED, n, d, searching=False) for n in range(4) for d in range(9)} == {1024}
 
 
+def test_past_the_search_f_follows_the_held_slope_undamped():
+    def held(done: int, losses: int = 0, damp: int = 0) -> int:
+        return factor_fp(done, BELIEVED, False, SLOPE, INTERCEPT, losses, damp, hold=4.0)
+    assert [held(d) for d in (0, BELIEVED // 2, BELIEVED, 2 * BELIEVED)] == [1024, 3 * 1024, 5 * 1024, 5 * 1024]
+    assert {held(BELIEVED, n, d) for n in range(4) for d in range(9)} == {5 * 1024}  # losses do not damp it
+    assert factor_fp(BELIEVED, 0, False, SLOPE, INTERCEPT, hold=4.0) == 1024  # nothing learned yet
+    assert factor_fp(BELIEVED, BELIEVED, True, SLOPE, INTERCEPT, hold=4.0) == steep(BELIEVED)  # searching: the slope
+
+
 def test_many_losses_with_a_large_damp_leave_the_base_ccs_increase_and_nothing_overflows():
     assert steep(BELIEVED, 1, 8) == 1024 + (32 * 1024 >> 8)  # one loss: F - 1 = 1/8
     assert steep(BELIEVED, 2, 8) == 1024  # two losses: the base CC's increase

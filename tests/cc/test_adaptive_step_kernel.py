@@ -111,8 +111,8 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
         [r["f_last"] for r in complete]  # searching: F up to 33 by the end of each iteration
 
 
-@pytest.mark.parametrize("damp,damp_after", [(0, 0), (1, 0), (1, 2)])
-def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
+@pytest.mark.parametrize("damp,damp_after,hold", [(0, 0, 0), (1, 0, 0), (1, 2, 0), (1, 0, 4)])
+def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after, hold):
     """The loss-damped search (`damp`, `damp_after`, mltcp_common.h mltcp_factor) on one
     connection whose iterations are fast (F), slow (S), lose packets that fast recovery repairs
     (L: the path a blackhole for 2 ms) or time out (T): the first search, the base CC, then a
@@ -122,14 +122,16 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     (adapt_rule.factor_fp): with damp 1 a searching row that lost packets has F - 1 halved per
     loss episode, with damp 0 it reaches F > 20 as without losses; with damp_after 2 the first
     search's rows are damped only 2 or more iterations past its last progress (its third
-    iteration, an L, is at most 1 past it), a relapse's from its first iteration (count 0). The
-    telemetry counts the loss episodes of every L and T row, searching or not."""
+    iteration, an L, is at most 1 past it), a relapse's from its first iteration (count 0). Past
+    the search F is 1 (the base CC), or with `hold` rises to 1 + hold over the iteration, losses
+    or not. The telemetry counts the loss episodes of every L and T row, searching or not."""
     # the loss signal off: the L rows of the first search would end it at calm_by
-    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after, calm_by=0)
-    assert (spec.resolved().damp, spec.resolved().damp_after) == (damp, damp_after) and spec.resolved().slope == 32
+    spec = CCSpec("mltcp-reno", idle_gap_s=0.1, damp=damp, damp_after=damp_after, calm_by=0, hold=hold)
+    assert (spec.resolved().damp, spec.resolved().damp_after, spec.resolved().hold) == (damp, damp_after, hold)
+    assert spec.resolved().slope == 32
     kinds = "FFLFLFTFL" + "F" * 5 + "L" + "FF" + "SS" + "LFLFF"
-    mine = one_connection_rows(manager, "pattern", 5208 + damp + damp_after, 0.2, 0.06, 2_000_000, kinds, NS_R,
-                               spec=spec)
+    mine = one_connection_rows(manager, "pattern", 5208 + damp + damp_after + 4 * hold, 0.2, 0.06, 2_000_000, kinds,
+                               NS_R, spec=spec)
     assert [r["iteration"] for r in mine] == list(range(1, len(kinds) + 1)), \
         [(r["iteration"], r["bytes"]) for r in mine]
     complete = [r for r in mine if not r["final"]]
@@ -142,7 +144,7 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     assert count == [s.count for s in trace], (count, trace)
     f_last = [round(r["f_last"] * 1024) for r in complete]
     assert f_last == [factor_fp(r["bytes"], r["believed_bytes_per_iteration"] or 0, g == "S", 32, 1,
-                                r["losses"], damp, r["count"], damp_after, s.backoff)
+                                r["losses"], damp, r["count"], damp_after, s.backoff, hold)
                       for r, g, s in zip(complete, got, trace, strict=True)], (f_last, losses, count)
     # every L and T iteration lost packets, searching or not
     assert all(n >= 1 for n, k in zip(losses, kinds, strict=False) if k in "LT"), (losses, kinds)
@@ -159,7 +161,10 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after):
     assert (f_last[relapse] <= 17 * 1024) == bool(damp), (f_last, trace)
     assert all(f <= 17 * 1024 for f in damped), (f_last, losses, count)  # halved at least once: F <= 17
     assert all(f > 20 * 1024 for f in undamped), (f_last, losses, count)  # as before damp: up to 33
-    assert all(f == 1024 for f, g in zip(f_last, got, strict=True) if g == "b"), (f_last, got)
+    base = [f for f, g in zip(f_last, got, strict=True) if g == "b"]
+    assert base and all(f > 4 * 1024 if hold else f == 1024 for f in base), (f_last, got)
+    assert not hold or any(r["losses"] for r, g in zip(complete, got, strict=True) if g == "b"), \
+        (losses, got)  # a held F that lost packets, undamped
 
 
 @pytest.mark.parametrize("kinds,calm_by,shape", [

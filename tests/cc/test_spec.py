@@ -11,6 +11,7 @@ from mn_harness.cc.variants import (
     DEFAULT_CALM_BY,
     DEFAULT_DAMP,
     DEFAULT_DAMP_AFTER,
+    DEFAULT_HOLD,
     DEFAULT_IDLE_GAP_S,
     DEFAULT_INTERCEPT,
     DEFAULT_RESTART,
@@ -33,7 +34,7 @@ def test_mapping_with_parameters():
         ("mltcp-cubic", 2.0, 0.25, 0.005)
     assert CCSpec("mltcp-reno").resolved() == (DEFAULT_SLOPE, DEFAULT_INTERCEPT,
                                                DEFAULT_IDLE_GAP_S, DEFAULT_RESTART, DEFAULT_ADAPT,
-                                               DEFAULT_DAMP, DEFAULT_DAMP_AFTER, DEFAULT_CALM_BY)
+                                               DEFAULT_DAMP, DEFAULT_DAMP_AFTER, DEFAULT_CALM_BY, DEFAULT_HOLD)
     assert hash(spec) == hash(CCSpec("mltcp-cubic", 2.0, 0.25, 0.005))
 
 
@@ -263,3 +264,27 @@ def test_the_idle_share_of_an_overlapped_phase():
     overlap = OverlapConfig(bucket_bytes=2 << 20, first_bucket_bytes=1 << 20, backward=2 / 3)
     assert overlap.idle_share(8 << 20) == pytest.approx(1 / 3 + 2 / 3 / 8)
     assert overlap.idle_share(0) == 1.0
+
+
+def test_hold_is_a_slope_up_to_the_searchs_part_of_the_identity_and_0_keeps_the_instances_name():
+    """0..slope, for an adaptive mltcp-* variant only (without a search's end there is nothing to
+    hold after); the one-string and mapping forms agree; 0 compiles the program the variant had
+    before the parameter existed (the same kernel name)."""
+    from mn_harness.cc.build import fixed_params, instance_tag
+
+    spec = CCSpec.from_dict("mltcp-cubic:hold=4", "--cc")
+    assert spec == CCSpec.from_dict({"name": "mltcp-cubic", "hold": "4"}, "--cc") == CCSpec("mltcp-cubic", hold=4.0)
+    assert spec.resolved().hold == 4.0 and CCSpec("mltcp-cubic").resolved().hold == DEFAULT_HOLD == 0
+    tags = {h: instance_tag(CCSpec("mltcp-reno", hold=h)) for h in (0.0, 2.0, 4.0)}
+    assert len(set(tags.values())) == 3
+    assert tags[0.0] == instance_tag(CCSpec("mltcp-reno"))
+    assert fixed_params(spec).hold_fp == 4 * 1024 and fixed_params(CCSpec("dctcp")).hold_fp == 0
+    assert CCSpec.from_dict("mltcp-reno:slope=8:hold=8", "--cc").resolved().hold == 8
+    for bad, why in (({"hold": -1}, "outside"), ({"hold": DEFAULT_SLOPE + 1}, "outside"),
+                     ({"slope": 4, "hold": 5}, "outside"), ({"hold": "x"}, "number"),
+                     ({"hold": 2, "adapt": False}, "adaptive")):
+        with pytest.raises(ConfigError, match=rf"^jobs\[0\]\.cc\.hold: .*{why}"):
+            CCSpec.from_dict({"name": "mltcp-reno", **bad}, "jobs[0].cc")
+    for name in ("cubic", "dctcp"):
+        with pytest.raises(ConfigError, match=r"^jobs\[0\]\.cc\.hold: only the mltcp-\* variants"):
+            CCSpec.from_dict({"name": name, "hold": 2}, "jobs[0].cc")

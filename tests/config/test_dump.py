@@ -27,7 +27,7 @@ def test_odd_values_round_trip_exactly():
     raw["links"][2].update(bw=123456789.123, delay="1.5ms", queue=37)
     raw["links"][0]["bw"] = "1GBps"  # bytes: 8 Gbit/s
     raw["jobs"][0].update(cc={"name": "mltcp-reno", "slope": 2.5, "intercept": 0.75, "idle_gap": "20ms",
-                                              "damp": 2, "damp_after": 3, "calm_by": 7},
+                                              "damp": 2, "damp_after": 3, "calm_by": 7, "hold": 1.25},
                           compute=0.123456789, start_offset="7us")
     raw["jobs"][1].pop("bytes_per_iteration")
     raw["jobs"][1]["model_params"] = "6.25M"
@@ -41,7 +41,8 @@ def test_odd_values_round_trip_exactly():
     assert again == experiment
     dumped = experiment_to_raw(experiment)
     assert dumped["links"][0]["bw"] == "8Gbit" and dumped["links"][2]["bw"] == 123456789.123
-    assert dumped["jobs"][0]["cc"]["damp_after"] == 3 and dumped["jobs"][0]["cc"]["calm_by"] == 7
+    assert dumped["jobs"][0]["cc"]["damp_after"] == 3 and dumped["jobs"][0]["cc"]["calm_by"] == 7 \
+        and dumped["jobs"][0]["cc"]["hold"] == 1.25
     assert dumped["jobs"][1]["bytes_per_iteration"] == "25MB"  # model_params resolved to bytes
     assert [link.get("ecn_threshold") for link in dumped["links"]] == [None, "12.345KB", "30KB", None, None]
     assert dumped["switches"] == [{"name": "s1", "ecn_threshold": 12}, {"name": "s2", "ecn_threshold": "off"}]

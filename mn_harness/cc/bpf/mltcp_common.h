@@ -76,6 +76,9 @@
 #ifndef MLTCP_CALM_BY        /* the first search ends at this iteration if its losses never fell (0: off) */
 #define MLTCP_CALM_BY 0
 #endif
+#ifndef MLTCP_HOLD_SLOPE_FP  /* x1024: F's slope once a search ended (0: F = 1, the base CC) */
+#define MLTCP_HOLD_SLOPE_FP 0
+#endif
 #define MLTCP_CALM_SHIFT 3	/* calm: an iteration's loss episodes at most the peak's 1/2^this */
 #define MLTCP_LOSSES_MAX 255	/* the loss-episode count saturates here (8 bits of mltcp_state) */
 #define MLTCP_DAMP_SHIFT_MAX 31	/* F - 1 < 2^16 (F <= 64): any shift past 16 leaves 0 */
@@ -196,7 +199,7 @@ static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
 
 /* mltcp_state.flags */
 #define MLTCP_F_LAST_BIG 0x1	/* the last iteration was over 1.5x the estimate (not learned) */
-#define MLTCP_F_BASE 0x2	/* adaptive: not searching: F = 1, no restart (the base CC) */
+#define MLTCP_F_BASE 0x2	/* adaptive: not searching: no restart, F = 1 (the base CC) or the held slope's */
 #define MLTCP_F_BACKOFF_SHIFT 2	/* adaptive, bits 2-4: searches started by a relapse so far; */
 #define MLTCP_F_BACKOFF 0x1c	/* the next needs MLTCP_ADAPT_RELAPSE << that many slow iterations */
 #define MLTCP_F_RTO 0x20	/* the current iteration had a retransmission timeout */
@@ -288,12 +291,23 @@ static __always_inline __u64 mltcp_last_ack_ns(const struct mltcp_state *st)
 	return st->iter_start_ns + (__u64)st->last_ack_us * 1000;
 }
 
-/* The slope in effect: the compiled one, 0 once an adaptive search was given up. */
+/* The search's slope while the socket searches, 0 once an adaptive search was given up (the
+ * telemetry's `slope`: what tells a searching iteration from one past the search). */
 static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
 {
 #if MLTCP_ADAPT
 	if (st->flags & MLTCP_F_BASE)
 		return 0;
+#endif
+	return MLTCP_SLOPE_FP;
+}
+
+/* The slope F follows: the search's, or once the search ended the held one (MLTCP_HOLD_SLOPE_FP). */
+static __always_inline __s64 mltcp_f_slope_fp(const struct mltcp_state *st)
+{
+#if MLTCP_ADAPT
+	if (st->flags & MLTCP_F_BASE)
+		return MLTCP_HOLD_SLOPE_FP;
 #endif
 	return MLTCP_SLOPE_FP;
 }
@@ -320,19 +334,20 @@ static __always_inline __u32 mltcp_factor(const struct sock *sk)
 	__u64 done, ratio;
 	__s64 f;
 
-	if (!st->learned || !st->iter || (MLTCP_ADAPT && (st->flags & MLTCP_F_BASE)))
+	if (!st->learned || !st->iter ||
+	    (MLTCP_ADAPT && (st->flags & MLTCP_F_BASE) && !MLTCP_HOLD_SLOPE_FP))
 		return MLTCP_FP_ONE;
 	done = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
 	ratio = (done << MLTCP_FP_SHIFT) / st->learned;
 	if (ratio > MLTCP_FP_ONE)
 		ratio = MLTCP_FP_ONE;
-	f = (__s64)MLTCP_INTERCEPT_FP + ((mltcp_slope_fp(st) * (__s64)ratio) >> MLTCP_FP_SHIFT);
+	f = (__s64)MLTCP_INTERCEPT_FP + ((mltcp_f_slope_fp(st) * (__s64)ratio) >> MLTCP_FP_SHIFT);
 	if (f < 1)
 		f = 1;
 	if (f > (64 << MLTCP_FP_SHIFT))
 		f = 64 << MLTCP_FP_SHIFT;
 #if MLTCP_DAMP
-	if (f > MLTCP_FP_ONE && st->losses &&
+	if (f > MLTCP_FP_ONE && st->losses && !(st->flags & MLTCP_F_BASE) &&
 	    (st->count >= MLTCP_DAMP_AFTER || (st->flags & MLTCP_F_BACKOFF))) {
 		__u32 shift = MLTCP_DAMP * st->losses;
 
