@@ -2,7 +2,7 @@
 
 Why a table: the spec parser, the builder and the docs all need the same facts (which
 names are BPF programs, which source file, which kernel-name prefix, which defaults).
-To add a variant: write mn_harness/cc/bpf/<file>.bpf.c using mltcp_common.h and add a
+To add a variant: write mn_harness/cc/bpf/<file>.bpf.c including mltcp_common.h and add a
 row here (see docs/cc.md, "Adding your own variant").
 
 The MLTCP variants' defaults (below; why, with the measurements: docs/cc.md, "Parameters and
@@ -32,7 +32,7 @@ MIN_ITERATION_FRACTION = 0.75
 # The variants' defaults (docs/cc.md#parameters-and-defaults, measured with bench/reproduce.py:
 # docs/notebook/2026-12-05-defaults-by-name-and-cassini.md): a steep search (slope 32, restart)
 # while it makes the socket's iterations faster, the base CC once it does not (`adapt`,
-# mltcp_common.h mltcp_adapt). Slope 32 with restart separated compatible jobs within ~10
+# mltcp_adapt.h mltcp_adapt). Slope 32 with restart separated compatible jobs within ~10
 # iterations where slope 4 took tens or never; held for a whole run it cost the tail where no
 # schedule exists (partial: p99 0.81x of reno's, 0.90x of dctcp's). The end of the search bounds
 # that cost in time (by name, partial's sockets ran as reno from iterations 11-20 on), not the
@@ -66,7 +66,7 @@ DEFAULT_CALM_BY = 8
 # The held slope (mltcp_common.h MLTCP_HOLD_SLOPE_FP): once a search ends, F = intercept + hold x
 # the iteration's bytes share instead of 1. 0 by name: the socket runs as its base CC.
 DEFAULT_HOLD = 0.0
-# The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*). An iteration's rate is its
+# The adaptive step (compiled in: mltcp_common.h MLTCP_ADAPT_*, mltcp_adapt.h). An iteration's rate is its
 # bytes over the time from its first send to its last ACK. Progress: a rate 1/8 over the best
 # so far (a phase moving out of an overlap gains more; a separated job's rates stay within
 # it). The search ends after 8 iterations without progress: separating four DCTCP jobs started

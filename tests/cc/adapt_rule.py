@@ -1,4 +1,4 @@
-"""The adaptive step's rule (mltcp_common.h mltcp_adapt with mltcp_calmless's loss signal;
+"""The adaptive step's rule (mltcp_adapt.h mltcp_adapt with mltcp_calmless's loss signal;
 mltcp_set_state's loss count and mltcp_factor's F, damped by it in a relapse's search or a
 stalled one) in Python, in the kernel's integer arithmetic: the root tests check the kernel's
 state and F per telemetry row against it, the unit tests check it does what

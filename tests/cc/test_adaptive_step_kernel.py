@@ -1,9 +1,10 @@
-"""Root tests of the adaptive step (mltcp_common.h: restart, the search and its patience, the
-relapse backoff, the loss-damped search, the loss signal) on the real kernel: one connection
-through the shaped router of tests/cc/kernel_net.py, its iterations given a pattern (fast, slow,
-timing out, losing packets once or many times), and the kernel's state per iteration (the
-telemetry) held to the rule's Python mirror, tests/cc/adapt_rule.py, computed from the same
-rows' rates, timeouts and loss episodes.
+"""Root tests of the adaptive step (mltcp_common.h with mltcp_adapt.h and mltcp_factor.h: restart,
+the search and its patience, the relapse backoff, the loss-damped search, the loss signal, the
+held slope) on the real kernel: one connection through the shaped router of
+tests/cc/kernel_net.py, its iterations given a pattern (fast, slow, timing out, losing packets
+once or many times), and the kernel's state per iteration (the telemetry) held to the rule's
+Python mirror, tests/cc/adapt_rule.py, computed from the same rows' rates, timeouts and loss
+episodes.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def test_restart_starts_each_iteration_from_the_initial_window(net, manager, var
     ("F" * 12 + "T" + "F" * 4, "S{9,10}b+"),
 ])
 def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
-    """The adaptive step (mltcp_common.h mltcp_adapt) on one connection whose iterations are
+    """The adaptive step (mltcp_adapt.h mltcp_adapt) on one connection whose iterations are
     fast (F: 2 MB at once, 200 Mbit/s) or slow (S: the second MB 60 ms after the first was
     acknowledged, ~0.6 of F's rate) or time out (T: the path a blackhole for 0.5 s). The kernel's
     state per row (telemetry `slope`: 32 while it searches, 0 as its base CC) must be what the
@@ -113,7 +114,7 @@ def test_adaptive_step_searches_while_it_pays(net, manager, kinds, shape):
 
 @pytest.mark.parametrize("damp,damp_after,hold", [(0, 0, 0), (1, 0, 0), (1, 2, 0), (1, 0, 4)])
 def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after, hold):
-    """The loss-damped search (`damp`, `damp_after`, mltcp_common.h mltcp_factor) on one
+    """The loss-damped search (`damp`, `damp_after`, mltcp_factor.h mltcp_factor) on one
     connection whose iterations are fast (F), slow (S), lose packets that fast recovery repairs
     (L: the path a blackhole for 2 ms) or time out (T): the first search, the base CC, then a
     search the two slow iterations start (a relapse). The telemetry's `count` must be the rule's
@@ -183,7 +184,7 @@ def test_losses_damp_a_searching_iterations_f(net, manager, damp, damp_after, ho
     ("F" + "LLLLL" + "F" * 8 + "SS" + "FF", 4, r"S{9,}b+S+"),
 ])
 def test_a_first_search_whose_losses_do_not_fall_ends_at_calm_by(net, manager, kinds, calm_by, shape):
-    """The loss signal (`calm_by`, mltcp_common.h mltcp_calmless) on one connection whose
+    """The loss signal (`calm_by`, mltcp_adapt.h mltcp_calmless) on one connection whose
     iterations are fast (F), slow (S), lose packets once (L: a 2 ms blackhole) or many times (M:
     through a FIFO of M_FIFO_LIMIT packets, at least 1 << CALM_SHIFT loss episodes). The
     bottleneck's FIFO holds a whole iteration otherwise (ITERATION_FIFO_LIMIT): F and S do not

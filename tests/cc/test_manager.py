@@ -157,8 +157,8 @@ def _ratio(rounds: list[tuple[int, int]]) -> float:
 def test_f_equal_one_moves_same_bytes_as_kernel(net, manager, base, variant, capsys):
     """With slope 0 / intercept 1 the variant is its base algorithm: over a shared
     bottleneck it must get the same bytes as the kernel's own CC within TOLERANCE.
-    Before mltcp_common.h's lost-callback guard, BPF Reno won by 1.1-1.5x in about one
-    run of three here (kernel returned garbage ssthresh, see mltcp_common.h)."""
+    Before mltcp_tcp.h's lost-callback guard, BPF Reno won by 1.1-1.5x in about one
+    run of three here (kernel returned garbage ssthresh, see mltcp_tcp.h)."""
     spec = CCSpec(variant, slope=0.0, intercept=1.0, restart=False, adapt=False)
     manager.prepare([spec, CCSpec(base)])
     rounds = compete(base, manager.kernel_name(spec))

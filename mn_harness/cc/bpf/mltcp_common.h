@@ -2,16 +2,18 @@
 /*
  * Shared code of the mn-harness BPF congestion controls.
  *
- * Why one header: every variant (mltcp_reno, mltcp_cubic, dctcp, mltcp_dctcp) needs the
- * same three things on top of its base algorithm:
+ * Why one header to include: every variant (mltcp_reno, mltcp_cubic, dctcp, mltcp_dctcp)
+ * needs the same four things on top of its base algorithm:
  *   1. in-kernel iteration tracking: a CA_EVENT_TX_START after the socket had nothing in
  *      flight for longer than MLTCP_IDLE_GAP_NS starts a new training iteration, once at
- *      least MLTCP_MIN_ITER_FRAC_FP/1024 of the learned bytes per iteration were sent;
+ *      least MLTCP_MIN_ITER_FRAC_FP/1024 of the learned bytes per iteration were sent (here);
  *   2. the MLTCP factor F(bytes_ratio) = slope * bytes_ratio + intercept, in fixed point
- *      (BPF has no floats), used to scale the congestion-avoidance increase;
+ *      (BPF has no floats), used to scale the congestion-avoidance increase (mltcp_factor.h);
  *   3. with MLTCP_ADAPT, the step that adapts: the socket searches (slope, restart) while
- *      that makes its iterations faster, else runs as its base CC (mltcp_adapt below);
- *   4. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps.
+ *      that makes its iterations faster, else runs past the search (mltcp_adapt.h);
+ *   4. telemetry: one row per (socket, iteration) in an LRU hash map the harness dumps (here).
+ * The kernel's TCP helpers and the guard against lost callbacks are in mltcp_tcp.h. The parts
+ * are included from here, each where what it uses is defined, and are not meant on their own.
  *
  * Parameters are compile-time constants (-D...), see mn_harness/cc/build.py for why.
  * The struct mltcp_state must be the FIRST member of every variant's private area so
@@ -106,96 +108,7 @@
 
 char _license[] SEC("license") = "GPL";
 
-/* Kernel TCP helpers exported to BPF congestion controls as kfuncs. */
-extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
-extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
-extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
-extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
-
-static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	return (struct tcp_sock *)sk;
-}
-
-static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
-{
-	return (struct inet_connection_sock *)sk;
-}
-
-static __always_inline void *inet_csk_ca(const struct sock *sk)
-{
-	return (void *)inet_csk(sk)->icsk_ca_priv;
-}
-
-static __always_inline bool before(__u32 seq1, __u32 seq2)
-{
-	return (__s32)(seq1 - seq2) < 0;
-}
-#define after(seq2, seq1) before(seq1, seq2)
-
-static __always_inline bool tcp_in_slow_start(const struct tcp_sock *tp)
-{
-	return tp->snd_cwnd < tp->snd_ssthresh;
-}
-
-/* Same test as the kernel's tcp_is_cwnd_limited() (static inline there, so re-done here). */
-static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	if (tp->is_cwnd_limited)
-		return true;
-	/* In slow start, let cwnd grow to twice what was in flight. */
-	if (tcp_in_slow_start(tp))
-		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return false;
-}
-
-/*
- * Guard against lost callbacks. On this project's CI kernel (6.18, x86-64 with the SRSO
- * "Safe RET" mitigation) a struct_ops callback now and then does not run although the
- * kernel calls it (the tcp_cong_state_set tracepoint fired 3014 times where the set_state
- * program ran 2995 times; no recursion misses), and the kernel then takes stale stack
- * contents as its return value: ssthresh became 0x81104110, the low half of the address
- * srso_alias_return_thunk+5. PRR then inflates cwnd to ~10^8, the flow never leaves a
- * retransmission storm and grabs the bottleneck: BPF Reno (even with no callbacks but
- * ssthresh/cong_avoid/undo_cwnd) out-ran kernel Reno by 1.1-1.5x in about one of three
- * 8-flow runs. Kernel-built CCs are plain function calls and never see this.
- * A legitimate ssthresh is TCP_INFINITE_SSTHRESH or below MLTCP_SANE_WND, and so is cwnd;
- * anything else is repaired on the next ACK (pkts_acked / cong_avoid) to what the base
- * algorithm would have set at the loss: ssthresh from prior_cwnd (the cwnd the kernel
- * saved just before asking), cwnd capped at what is in flight + 1 (PRR's own start).
- */
-#define MLTCP_INFINITE_SSTHRESH 0x7fffffffU
-#define MLTCP_SANE_WND (1U << 20)
-
-static __always_inline bool mltcp_ssthresh_insane(const struct tcp_sock *tp)
-{
-	return tp->snd_ssthresh != MLTCP_INFINITE_SSTHRESH && tp->snd_ssthresh >= MLTCP_SANE_WND;
-}
-
-static __always_inline bool mltcp_wnd_insane(const struct tcp_sock *tp)
-{
-	return mltcp_ssthresh_insane(tp) || tp->snd_cwnd >= MLTCP_SANE_WND;
-}
-
-/* ssthresh: the base algorithm's ssthresh for cwnd == tp->prior_cwnd (computed by caller). */
-static __always_inline void mltcp_repair_wnd(struct sock *sk, __u32 ssthresh)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
-	__u32 cap;
-
-	if (mltcp_ssthresh_insane(tp)) {
-		tp->snd_ssthresh = max(ssthresh, 2U);
-		cap = in_flight + 1;
-	} else {
-		cap = max(tp->prior_cwnd, in_flight + 1);
-	}
-	cap = max(min(cap, MLTCP_SANE_WND - 1), 2U);
-	if (tp->snd_cwnd > cap)
-		tp->snd_cwnd = cap;
-}
+#include "mltcp_tcp.h"
 
 /* mltcp_state.flags */
 #define MLTCP_F_LAST_BIG 0x1	/* the last iteration was over 1.5x the estimate (not learned) */
@@ -291,94 +204,7 @@ static __always_inline __u64 mltcp_last_ack_ns(const struct mltcp_state *st)
 	return st->iter_start_ns + (__u64)st->last_ack_us * 1000;
 }
 
-/* The search's slope while the socket searches, 0 once an adaptive search was given up (the
- * telemetry's `slope`: what tells a searching iteration from one past the search). */
-static __always_inline __s64 mltcp_slope_fp(const struct mltcp_state *st)
-{
-#if MLTCP_ADAPT
-	if (st->flags & MLTCP_F_BASE)
-		return 0;
-#endif
-	return MLTCP_SLOPE_FP;
-}
-
-/* The slope F follows: the search's, or once the search ended the held one (MLTCP_HOLD_SLOPE_FP). */
-static __always_inline __s64 mltcp_f_slope_fp(const struct mltcp_state *st)
-{
-#if MLTCP_ADAPT
-	if (st->flags & MLTCP_F_BASE)
-		return MLTCP_HOLD_SLOPE_FP;
-#endif
-	return MLTCP_SLOPE_FP;
-}
-
-/*
- * F(bytes_ratio) in fixed point (1024 = 1.0); bytes_ratio is capped at 1. The loss-damped search
- * (MLTCP_DAMP, docs/cc.md#the-adaptive-step): while the socket searches, each loss episode of the
- * iteration halves F's part above 1 MLTCP_DAMP times: F = 1 + (F - 1) >> (MLTCP_DAMP * losses).
- * Where no schedule exists a search that keeps its F of up to 33 through its own losses pushes
- * its rivals (running as their base CC) into timeouts; setting F = 1 at the first loss stopped
- * that but also took the steep step from jobs that overlap while they part (they lose packets
- * too), so each loss takes a share of the step instead of all of it. With MLTCP_DAMP_AFTER the
- * damping waits until the search has gone that many iterations without progress (st->count):
- * jobs that can part do so in the first iterations of their first search, while each iteration
- * still makes progress (count 0-1), and keep the whole step there; the iterations of a search
- * that has stalled, wherever it runs, are damped. A search a relapse started (backoff > 0) is
- * damped from its first iteration: where no schedule exists the relapses' first iterations,
- * undamped at count 0, made 14 of overload's 36 slowest job iterations.
- */
-static __always_inline __u32 mltcp_factor(const struct sock *sk)
-{
-#if MLTCP_SCALE
-	const struct mltcp_state *st = mltcp_st(sk);
-	__u64 done, ratio;
-	__s64 f;
-
-	if (!st->learned || !st->iter ||
-	    (MLTCP_ADAPT && (st->flags & MLTCP_F_BASE) && !MLTCP_HOLD_SLOPE_FP))
-		return MLTCP_FP_ONE;
-	done = tcp_sk(sk)->bytes_acked - st->iter_start_acked;
-	ratio = (done << MLTCP_FP_SHIFT) / st->learned;
-	if (ratio > MLTCP_FP_ONE)
-		ratio = MLTCP_FP_ONE;
-	f = (__s64)MLTCP_INTERCEPT_FP + ((mltcp_f_slope_fp(st) * (__s64)ratio) >> MLTCP_FP_SHIFT);
-	if (f < 1)
-		f = 1;
-	if (f > (64 << MLTCP_FP_SHIFT))
-		f = 64 << MLTCP_FP_SHIFT;
-#if MLTCP_DAMP
-	if (f > MLTCP_FP_ONE && st->losses && !(st->flags & MLTCP_F_BASE) &&
-	    (st->count >= MLTCP_DAMP_AFTER || (st->flags & MLTCP_F_BACKOFF))) {
-		__u32 shift = MLTCP_DAMP * st->losses;
-
-		if (shift > MLTCP_DAMP_SHIFT_MAX)
-			shift = MLTCP_DAMP_SHIFT_MAX;
-		f = MLTCP_FP_ONE + ((f - MLTCP_FP_ONE) >> shift);
-	}
-#endif
-	return (__u32)f;
-#else
-	return MLTCP_FP_ONE;
-#endif
-}
-
-/*
- * Scale an "ACKs per +1 cwnd" count w by 1/F: the window then grows F times as fast
- * (Reno: cwnd += F / cwnd per ACKed segment). F == 1 returns w unchanged, bit for bit.
- */
-static __always_inline __u32 mltcp_scale_cnt(__u32 w, __u32 f)
-{
-	__u64 s;
-
-	if (f == MLTCP_FP_ONE)
-		return w;
-	s = ((__u64)w << MLTCP_FP_SHIFT) / f;
-	if (s < 1)
-		s = 1;
-	if (s > 0xffffffffULL)
-		s = 0xffffffffULL;
-	return (__u32)s;
-}
+#include "mltcp_factor.h"
 
 static __always_inline void mltcp_write_row(struct sock *sk, struct mltcp_state *st,
 					    __u64 bytes, __u64 believed, __u32 f_fp, __u32 final)
@@ -423,138 +249,7 @@ static __always_inline void mltcp_restart_window(struct tcp_sock *tp)
 	tp->snd_cwnd = MLTCP_RESTART_CWND;
 }
 
-/*
- * The step that adapts (MLTCP_ADAPT; docs/cc.md#the-adaptive-step). MLTCP is gradient descent with
- * one step per iteration: a steep slope (and restart) moves a job's phase out of its rivals'
- * within a few iterations where a schedule without overlap exists, and where none exists it
- * keeps handing the link from one job to the other, which costs the tail. So the socket searches
- * only while the search pays: per iteration it takes its rate (bytes acknowledged over the time
- * from its first send to its last ACK); a rate over the best one by MLTCP_ADAPT_GAIN_FP is
- * progress (the phase moved out of an overlap). MLTCP_ADAPT_PATIENCE iterations without progress
- * end the search: F = 1 and no restart, its base CC, whether the jobs are apart (nothing left to
- * gain) or cannot be (nothing to find). Not searching, it follows its usual rate: the base CC's
- * own, from its first iteration on (a searching socket's rate is no measure of it: where the link
- * is contended it takes the link from rivals that run as their base CC, and its rate was twice
- * theirs), then a moving average, 1/4 per iteration. Iterations in a row under it by
- * MLTCP_ADAPT_DROP_FP (phases that were apart collide again, or a new rival came) start a new
- * search, whose best so far is that usual rate: getting back to it is no progress.
- * The backoff: MLTCP_ADAPT_RELAPSE such iterations start the first new search, and each one
- * doubles the number the next needs (up to MLTCP_ADAPT_BACKOFF_MAX). Where the link is contended
- * for good, the base CC's own swings trip the relapse rule every few iterations and each search
- * only costs the tail; phases that really collide again stay slow, so the search still comes,
- * later. Progress in a search does not reset it: there, too, it is the rivals' loss.
- * A timeout ends a relapse's search: an iteration that had a retransmission timeout in a search
- * a relapse started ends it at once, and the next relapse needs twice as many slow iterations
- * again. Where no schedule exists the searches' slope-32 phases, each restarting from the initial
- * window, time out several times as often as the base CC's, and a phase waiting for a timeout is
- * what made the jobs' slowest iterations. The first search is exempt: jobs started together time
- * out in their first iterations also where a schedule exists (3jobs-slack-sync, the demo), and
- * ending the search there kept them from parting. Before any relapse the backoff is 0, so that
- * is what tells the first search from a relapse's.
- */
-static __always_inline __u32 mltcp_relapse_after(const struct mltcp_state *st)
-{
-	__u32 n = MLTCP_ADAPT_RELAPSE << ((st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT);
-
-	return n < MLTCP_ADAPT_BACKOFF_MAX ? n : MLTCP_ADAPT_BACKOFF_MAX;
-}
-
-/* One more search that did not pay: the next relapse needs twice the slow iterations. */
-static __always_inline void mltcp_back_off(struct mltcp_state *st)
-{
-	__u8 backoff = (st->flags & MLTCP_F_BACKOFF) >> MLTCP_F_BACKOFF_SHIFT;
-
-	if ((MLTCP_ADAPT_RELAPSE << backoff) < MLTCP_ADAPT_BACKOFF_MAX)
-		backoff++;
-	st->flags = (st->flags & ~MLTCP_F_BACKOFF) | (__u8)(backoff << MLTCP_F_BACKOFF_SHIFT);
-}
-
-/* The search ends: F = 1 and no restart; the next iteration, the base CC's, sets the usual rate. */
-static __always_inline void mltcp_end_search(struct mltcp_state *st)
-{
-	st->flags |= MLTCP_F_BASE;
-	st->rate_ref = 0;
-	st->count = 0;
-}
-
-/*
- * The loss signal (MLTCP_CALM_BY; docs/cc.md#the-adaptive-step): jobs that can part lose less as
- * their phases move apart and stay apart, jobs that cannot keep losing. An iteration of the first
- * search is calm when its loss episodes fell to at most 1/2^MLTCP_CALM_SHIFT of the most an
- * iteration of it had (some loss seen). A first search that has seen losses and not two calm
- * iterations in a row by the end of its iteration MLTCP_CALM_BY ends, and as no schedule was
- * found, a new search then needs the most slow iterations in a row (the backoff at its maximum):
- * where none exists (overload) the first search's iterations 5-9 and the relapses' searches made
- * the tail. One calm iteration is no sign: where no schedule exists a socket's losses fall now
- * and then for one iteration (on overload 5 of 360 first-search iterations 2-6), where jobs part
- * they stay down. A socket whose worst iteration had fewer than 1 << MLTCP_CALM_SHIFT loss
- * episodes (an eighth of it under one; under ECN the demo's sockets lose 0-5 times an iteration)
- * learns nothing from it: there one or two losses at iterations 7-8 after calm ones ended 3 of 24
- * first searches of jobs that parted. Its iterations without loss are calm all the same.
- * Returns true: the search ends.
- */
-static __always_inline bool mltcp_calmless(struct mltcp_state *st)
-{
-#if MLTCP_CALM_BY
-	if (st->flags & (MLTCP_F_BACKOFF | MLTCP_F_CALM))
-		return false;
-	if (st->losses > st->loss_peak)
-		st->loss_peak = st->losses;
-	if (st->loss_peak && ((__u32)st->losses << MLTCP_CALM_SHIFT) <= st->loss_peak) {
-		if (st->flags & MLTCP_F_CALM_LAST) {
-			st->flags |= MLTCP_F_CALM;
-			return false;
-		}
-		st->flags |= MLTCP_F_CALM_LAST;
-	} else {
-		st->flags &= ~MLTCP_F_CALM_LAST;
-	}
-	return st->loss_peak >= (1 << MLTCP_CALM_SHIFT) && st->iter >= MLTCP_CALM_BY;
-#else
-	return false;
-#endif
-}
-
-/* rto: the iteration had a retransmission timeout. */
-static __always_inline void mltcp_adapt(struct mltcp_state *st, __u64 bytes, __u64 us, bool rto)
-{
-#if MLTCP_ADAPT
-	__u64 rate, ref = st->rate_ref;
-
-	rate = (bytes << MLTCP_FP_SHIFT) / (us ? us : 1);
-	if (rate > 0xffffffffULL)
-		rate = 0xffffffffULL;
-	if (!(st->flags & MLTCP_F_BASE)) {
-		if (mltcp_calmless(st)) {
-			mltcp_end_search(st);
-			st->flags |= MLTCP_F_BACKOFF;
-		} else if (rto && (st->flags & MLTCP_F_BACKOFF)) {
-			mltcp_end_search(st);
-			mltcp_back_off(st);
-		} else if (rate * MLTCP_FP_ONE > ref * (MLTCP_FP_ONE + MLTCP_ADAPT_GAIN_FP)) {
-			st->rate_ref = (__u32)rate;
-			st->count = 0;
-		} else if (++st->count >= MLTCP_ADAPT_PATIENCE) {
-			mltcp_end_search(st);
-		}
-		return;
-	}
-	if (!ref) {
-		st->rate_ref = (__u32)(rate ? rate : 1);
-		return;
-	}
-	if (rate * MLTCP_FP_ONE < ref * (MLTCP_FP_ONE - MLTCP_ADAPT_DROP_FP)) {
-		if (++st->count >= mltcp_relapse_after(st)) {
-			st->flags &= ~MLTCP_F_BASE;
-			st->count = 0;
-			mltcp_back_off(st);
-		}
-		return;
-	}
-	st->count = 0;
-	st->rate_ref = (__u32)((ref * 3 + rate) / 4);
-#endif
-}
+#include "mltcp_adapt.h"
 
 /* Called from each variant's cwnd_event for CA_EVENT_TX_START. */
 static __always_inline void mltcp_tx_start(struct sock *sk)
@@ -663,6 +358,8 @@ static __always_inline void mltcp_release(struct sock *sk)
 _Static_assert(sizeof(struct mltcp_state) == 40, "mltcp_state grew: CUBIC's private state needs its 64 bytes");
 _Static_assert(MLTCP_DAMP >= 0 && MLTCP_DAMP <= 8, "MLTCP_DAMP outside 0..8");
 _Static_assert(MLTCP_CALM_BY >= 0 && MLTCP_CALM_BY <= 255, "MLTCP_CALM_BY outside 0..255");
+_Static_assert(MLTCP_HOLD_SLOPE_FP >= 0 && MLTCP_HOLD_SLOPE_FP <= (64 << MLTCP_FP_SHIFT),
+	       "MLTCP_HOLD_SLOPE_FP outside 0..64 x1024");
 _Static_assert(MLTCP_DAMP_AFTER >= 0 && MLTCP_DAMP_AFTER <= MLTCP_ADAPT_PATIENCE,
 	       "MLTCP_DAMP_AFTER outside 0..MLTCP_ADAPT_PATIENCE");
 

@@ -263,7 +263,7 @@ __u32 BPF_PROG(mlcubic_ssthresh, struct sock *sk)
 	return cubic_ssthresh_at(sk, tcp_sk(sk)->snd_cwnd);
 }
 
-/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo CUBIC's. */
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_tcp.h): redo CUBIC's. */
 static __always_inline void mlcubic_guard(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);

@@ -72,7 +72,7 @@ __u32 BPF_PROG(mldctcp_ssthresh, struct sock *sk)
 	return dctcp_ssthresh_at(sk, tcp_sk(sk)->snd_cwnd);
 }
 
-/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo DCTCP's. */
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_tcp.h): redo DCTCP's. */
 static __always_inline void mldctcp_guard(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);

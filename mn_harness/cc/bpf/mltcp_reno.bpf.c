@@ -12,7 +12,7 @@ struct mltcp_reno {
 };
 MLTCP_ASSERT_FITS(struct mltcp_reno);
 
-/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_common.h): redo Reno's. */
+/* A lost ssthresh/undo_cwnd call left garbage (see mltcp_tcp.h): redo Reno's. */
 static __always_inline void mlreno_guard(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
