@@ -192,7 +192,8 @@ class CCSpec:
                                 f"not kernel {name}")
         if variant is None:
             return
-        slope, intercept, _, _, adapt, *_, hold = self.resolved()
+        resolved = self.resolved()
+        slope, intercept, adapt, hold = resolved.slope, resolved.intercept, resolved.adapt, resolved.hold
         if not -64 <= slope <= 64:
             raise CCConfigError(f"{path}.slope", f"{slope} outside [-64, 64]")
         if not 0 < intercept <= 64:
